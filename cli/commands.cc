@@ -1,0 +1,187 @@
+// `durasim run` and `durasim replay`; see commands.h.
+#include "cli/commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "cli/seed_run.h"
+#include "traces/recorder.h"
+
+namespace durasim::cli {
+namespace {
+
+constexpr uint64_t kDefaultFirstSeed = 0, kDefaultLastSeed = 99;  // the default campaign
+constexpr const char* kSeedPlaceholder = "{seed}";
+
+uint64_t parse_u64(const std::string& text, const std::string& what) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument(what + " must be an unsigned integer, got '" + text + "'");
+  try {
+    return std::stoull(text);
+  } catch (const std::out_of_range&) {
+    throw std::invalid_argument(what + " is out of range: '" + text + "'");
+  }
+}
+
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+workloads::RunConfig build_config(const RunOptions& options) {
+  workloads::RunConfig config;
+  config.workload = options.workload;
+  if (options.start_time) config.start_time = *options.start_time;
+  if (options.safety_ms) config.safety_ms = *options.safety_ms;
+  if (options.liveness_ms) config.liveness_ms = *options.liveness_ms;
+  for (const auto& [key, text] : options.workload_options) {
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    config.options[key] = value.is_discarded() ? nlohmann::json(text) : value;
+  }
+  // Round-trip through JSON so the CLI accepts exactly what a trace header may hold.
+  config = workloads::RunConfig::from_json(config.to_json());
+  validate(config);
+  return config;
+}
+
+std::string trace_path(const std::string& pattern, uint64_t seed) {
+  std::string path = pattern;
+  const auto at = path.find(kSeedPlaceholder);
+  if (at != std::string::npos) path.replace(at, std::string(kSeedPlaceholder).size(), std::to_string(seed));
+  return path;
+}
+
+struct Campaign {
+  uint64_t seeds = 0, passed = 0;
+  uint64_t executor_events = 0, trace_events = 0;
+  int64_t simulated_ms = 0;
+  sim::Tallies tallies;
+  std::vector<std::string> failures;
+};
+
+void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t>& range, const Campaign& c,
+                   double wall_seconds, std::ostream& out) {
+  out << "durasim run: workload " << options.workload << ", seeds " << range.first << ".." << range.second << " ("
+      << c.seeds << (c.seeds == 1 ? " seed" : " seeds") << ")\n";
+  out << "  passed " << c.passed << "/" << c.seeds << "\n";
+  const double simulated_s = static_cast<double>(c.simulated_ms) / 1000.0;
+  const double wall = wall_seconds > 0 ? wall_seconds : 1e-9;
+  out << "  simulated " << format("%.1f", simulated_s) << " s in " << format("%.3f", wall_seconds)
+      << " s wall: " << format("%.0f", simulated_s / wall) << "x real time\n";
+  out << "  executor: " << with_commas(c.executor_events) << " events, "
+      << with_commas(static_cast<uint64_t>(static_cast<double>(c.executor_events) / wall)) << " events/s; "
+      << format("%.1f", static_cast<double>(c.seeds) / wall) << " seeds/s; " << with_commas(c.trace_events)
+      << " trace events\n";
+  out << "  invariants (checked / violated):\n";
+  for (const auto& [id, tally] : c.tallies.by_id()) {
+    out << "    " << id << "  " << with_commas(tally.checked) << " / " << tally.violated
+        << (tally.checked == 0 ? "  NEVER CHECKED" : "") << "\n";
+  }
+  for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
+}
+
+}  // namespace
+
+std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) throw std::invalid_argument("--seeds must look like A..B, got '" + text + "'");
+  const uint64_t first = parse_u64(text.substr(0, dots), "--seeds start");
+  const uint64_t last = parse_u64(text.substr(dots + 2), "--seeds end");
+  if (first > last) throw std::invalid_argument("--seeds " + text + " is empty (start after end)");
+  return {first, last};
+}
+
+int run_command(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  workloads::RunConfig config;
+  std::pair<uint64_t, uint64_t> range{kDefaultFirstSeed, kDefaultLastSeed};
+  try {
+    if (options.seed && options.seeds) throw std::invalid_argument("give --seed or --seeds, not both");
+    if (options.seed) range = {*options.seed, *options.seed};
+    if (options.seeds) range = parse_seed_range(*options.seeds);
+    if (options.save_trace && range.first != range.second &&
+        options.save_trace->find(kSeedPlaceholder) == std::string::npos)
+      throw std::invalid_argument("--save-trace with several seeds needs '{seed}' in the file name");
+    config = build_config(options);
+  } catch (const std::exception& e) {
+    err << "durasim run: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  Campaign campaign;
+  const auto wall_start = std::chrono::steady_clock::now();
+  for (uint64_t seed = range.first;; ++seed) {
+    traces::TraceFile trace;
+    SeedOutcome outcome = run_seed(config, seed, options.save_trace ? &trace : nullptr);
+    if (options.check_determinism) {
+      const SeedOutcome again = run_seed(config, seed);
+      outcome.tallies.check("RT-01", again.hash == outcome.hash, [&] {
+        return "seed " + std::to_string(seed) + " hashed " + traces::hash_hex(outcome.hash) + " then " +
+               traces::hash_hex(again.hash);
+      });
+    }
+    ++campaign.seeds;
+    campaign.executor_events += outcome.executor_events;
+    campaign.trace_events += outcome.trace_events;
+    campaign.simulated_ms += outcome.simulated_ms;
+    campaign.tallies.merge(outcome.tallies);
+    if (outcome.passed()) {
+      ++campaign.passed;
+    } else {
+      campaign.failures.push_back("seed " + std::to_string(seed) + ": " + outcome.failure() +
+                                  "\n    reproduce: durasim run --workload " + config.workload + " --seed " +
+                                  std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace");
+    }
+    if (options.verbose)
+      out << "seed " << seed << " hash " << traces::hash_hex(outcome.hash) << " events " << outcome.trace_events
+          << " simulated_ms " << outcome.simulated_ms << (outcome.passed() ? " ok" : " FAILED") << "\n";
+    if (options.save_trace) {
+      try {
+        traces::write_trace(trace_path(*options.save_trace, seed), trace);
+      } catch (const std::exception& e) {
+        err << "durasim run: " << e.what() << "\n";
+        return kExitBadInput;
+      }
+    }
+    if (seed == range.second) break;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  print_summary(options, range, campaign, wall, out);
+  return campaign.passed == campaign.seeds ? kExitOk : kExitFailed;
+}
+
+int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err) {
+  traces::TraceFile trace;
+  ReplayOutcome outcome;
+  try {
+    trace = traces::load_trace(path);
+    outcome = replay(trace);
+  } catch (const std::exception& e) {
+    err << "durasim replay: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  if (outcome.matched) {
+    out << "replay ok: " << outcome.events << " events, hash " << traces::hash_hex(outcome.hash)
+        << " matches the trace (seed " << trace.seed << ", " << trace.choices.choices.size() << " choices)\n";
+    return kExitOk;
+  }
+  out << "replay DIVERGED from " << path << "\n";
+  if (outcome.divergence) out << "  " << outcome.divergence->describe() << "\n";
+  if (outcome.choice_divergence) out << "  " << *outcome.choice_divergence << "\n";
+  if (!outcome.divergence && !outcome.choice_divergence)
+    out << "  final hash " << traces::hash_hex(outcome.hash) << " != recorded " << traces::hash_hex(trace.hash) << "\n";
+  if (verbose) out << "  replayed " << outcome.events << " events of " << trace.events.size() << "\n";
+  return kExitFailed;
+}
+
+}  // namespace durasim::cli

@@ -1,0 +1,35 @@
+// The durasim commands, as functions from parsed options to an exit code, so tests can run them
+// without a process. Exit codes: 0 success, 1 a check failed (violation, stuck run, divergence),
+// 2 bad input (invalid option, unreadable or malformed trace).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace durasim::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct RunOptions {
+  std::optional<uint64_t> seed;
+  std::optional<std::string> seeds;            // "A..B", inclusive
+  std::string workload = "core";
+  std::optional<std::string> save_trace;       // a path; with several seeds it must contain "{seed}"
+  bool verbose = false;
+  bool check_determinism = false;              // run every seed twice and compare hashes (RT-01)
+  std::optional<int64_t> start_time, safety_ms, liveness_ms;
+  std::map<std::string, std::string> workload_options;  // key=value, value parsed as JSON if it is
+};
+
+int run_command(const RunOptions& options, std::ostream& out, std::ostream& err);
+int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err);
+
+// "A..B" -> {A, B}; throws std::invalid_argument with a message naming the problem.
+std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text);
+
+}  // namespace durasim::cli

@@ -1,0 +1,52 @@
+// The durasim command line (CLI11): parses options and hands them to cli/commands.h.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace durasim::cli;
+  CLI::App app{"durasim: deterministic simulation of durable messaging capabilities"};
+  app.require_subcommand(1);
+
+  RunOptions run;
+  std::vector<std::string> run_opts;
+  CLI::App* run_cmd = app.add_subcommand("run", "run a simulation campaign and check every invariant");
+  run_cmd->add_option("--seed", run.seed, "run one seed");
+  run_cmd->add_option("--seeds", run.seeds, "run seeds A..B inclusive (default 0..99)");
+  run_cmd->add_option("--workload", run.workload, "workload to run")->capture_default_str();
+  run_cmd->add_option("--save-trace", run.save_trace, "write the trace to FILE ('{seed}' is replaced by the seed)");
+  run_cmd->add_flag("--verbose,-v", run.verbose, "print each seed's hash");
+  run_cmd->add_flag("--check-determinism", run.check_determinism, "run every seed twice and compare hashes (RT-01)");
+  run_cmd->add_option("--start-time", run.start_time, "simulated start time in ms (default 1700000000000)");
+  run_cmd->add_option("--safety-ms", run.safety_ms, "length of the safety phase in simulated ms");
+  run_cmd->add_option("--liveness-ms", run.liveness_ms, "liveness deadline after heal in simulated ms");
+  run_cmd->add_option("--opt", run_opts, "workload option KEY=VALUE (VALUE is JSON if it parses)");
+
+  std::string replay_path;
+  bool replay_verbose = false;
+  CLI::App* replay_cmd = app.add_subcommand("replay", "re-run a saved trace and confirm its hash");
+  replay_cmd->add_option("FILE", replay_path, "trace file")->required();
+  replay_cmd->add_flag("--verbose,-v", replay_verbose, "say more about a divergence");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+
+  if (*run_cmd) {
+    for (const std::string& kv : run_opts) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "durasim run: --opt expects KEY=VALUE, got '" << kv << "'\n";
+        return kExitBadInput;
+      }
+      run.workload_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return run_command(run, std::cout, std::cerr);
+  }
+  return replay_command(replay_path, replay_verbose, std::cout, std::cerr);
+}

@@ -1,0 +1,109 @@
+// Composition of one run and one replay; see seed_run.h.
+#include "cli/seed_run.h"
+
+#include <stdexcept>
+
+#include "properties/time_order_check.h"
+#include "sim/world.h"
+#include "traces/recorder.h"
+#include "workloads/workload.h"
+
+namespace durasim::cli {
+namespace {
+
+const workloads::WorkloadInfo& workload_info(const workloads::RunConfig& config) {
+  const workloads::WorkloadInfo* info = workloads::find_workload(config.workload);
+  if (!info) throw std::invalid_argument("unknown workload '" + config.workload + "'");
+  return *info;
+}
+
+nlohmann::json tally_summary(const sim::Tallies& tallies) {
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [id, tally] : tallies.by_id()) summary[id] = {tally.checked, tally.violated};
+  return summary;
+}
+
+// Runs the configured workload in a World whose events go to `sink`, which forwards them to
+// `time_check`. Fills every field of `outcome` but the seed and the hash; returns the choice log.
+sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource random, sim::TraceSink& sink,
+                       const properties::TimeOrderCheck& time_check, const std::function<bool()>& keep_going,
+                       SeedOutcome& outcome) {
+  auto workload = workload_info(config).make(config.options);
+  sim::World world(config.start_time, std::move(random), sink);
+  const auto go = [&] { return keep_going() && !world.random().divergence(); };
+  world.emit("run.start", {{"config", config.to_json()}});
+  try {
+    outcome.phases = workloads::run_phases(world, *workload, config, outcome.tallies, go);
+    if (go()) {
+      time_check.report(outcome.tallies);
+      world.emit("run.end", {{"drained", outcome.phases.drained}, {"invariants", tally_summary(outcome.tallies)}});
+    }
+  } catch (const std::exception& e) {
+    outcome.error = e.what();
+    world.emit("run.aborted", {{"what", e.what()}});
+  }
+  outcome.executor_events = world.executor().events_run();
+  outcome.simulated_ms = world.now() - config.start_time;
+  outcome.choices = world.random().draws();
+  outcome.choice_divergence = world.random().divergence();
+  return world.random().log();
+}
+
+}  // namespace
+
+std::string SeedOutcome::failure() const {
+  if (error) return "run aborted: " + *error;
+  for (const auto& [id, tally] : tallies.by_id())
+    if (tally.violated) return id + " violated " + std::to_string(tally.violated) + "x: " + tally.examples.front();
+  if (!phases.drained) {
+    std::string pending = "work still pending at the liveness deadline:";
+    for (const std::string& item : phases.pending) pending += " " + item + ";";
+    return pending;
+  }
+  return "";
+}
+
+void validate(const workloads::RunConfig& config) { workload_info(config).make(config.options); }
+
+SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::TraceFile* trace) {
+  SeedOutcome outcome;
+  outcome.seed = seed;
+  traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
+  properties::TimeOrderCheck time_check;
+  recorder.add_observer(time_check);
+  sim::ChoiceLog log =
+      execute(config, sim::RandomSource::recording(seed), recorder, time_check, [] { return true; }, outcome);
+  outcome.hash = recorder.hash();
+  outcome.trace_events = recorder.events();
+  if (trace) {
+    trace->seed = seed;
+    trace->config = config.to_json();
+    trace->choices = std::move(log);
+    trace->events = recorder.lines();
+    trace->event_line_numbers.clear();
+    trace->checkpoints = recorder.checkpoints();
+    trace->hash = recorder.hash();
+  }
+  return outcome;
+}
+
+ReplayOutcome replay(const traces::TraceFile& trace) {
+  const workloads::RunConfig config = workloads::RunConfig::from_json(trace.config);
+  validate(config);
+  traces::ReplayComparer comparer(trace);
+  properties::TimeOrderCheck time_check;
+  comparer.add_observer(time_check);
+  SeedOutcome scratch;
+  execute(config, sim::RandomSource::replaying(trace.choices), comparer, time_check,
+          [&] { return !comparer.diverged(); }, scratch);
+  comparer.finish();
+  ReplayOutcome outcome;
+  outcome.divergence = comparer.divergence();
+  outcome.choice_divergence = scratch.choice_divergence;
+  outcome.hash = comparer.hash();
+  outcome.events = comparer.events();
+  outcome.matched = !outcome.divergence && !outcome.choice_divergence && outcome.hash == trace.hash;
+  return outcome;
+}
+
+}  // namespace durasim::cli

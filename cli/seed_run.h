@@ -1,0 +1,53 @@
+// One seed, end to end: a World with a recorder and the property observers, the configured
+// workload through its phases, the checks, and the final hash. Replay runs the same composition
+// from a trace's configuration and choice log and compares event by event. Used by every command.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/tally.h"
+#include "traces/replay.h"
+#include "traces/trace_file.h"
+#include "workloads/run_config.h"
+#include "workloads/runner.h"
+
+namespace durasim::cli {
+
+struct SeedOutcome {
+  uint64_t seed = 0;
+  uint64_t hash = 0;
+  uint64_t trace_events = 0;
+  uint64_t executor_events = 0;
+  uint64_t choices = 0;
+  int64_t simulated_ms = 0;
+  workloads::PhaseReport phases;
+  sim::Tallies tallies;
+  std::optional<std::string> error;  // the run stopped on a broken assumption
+  std::optional<std::string> choice_divergence;  // replay only: the re-run left the recorded choices
+
+  bool passed() const { return !error && tallies.violations() == 0 && phases.drained; }
+  // One line saying why the seed failed ("" if it passed).
+  std::string failure() const;
+};
+
+// Throws std::invalid_argument for an unknown workload or invalid workload options.
+void validate(const workloads::RunConfig& config);
+
+// Runs `seed`; when `trace` is not null it receives the complete trace of the run.
+SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::TraceFile* trace = nullptr);
+
+struct ReplayOutcome {
+  bool matched = false;
+  std::optional<traces::Divergence> divergence;
+  std::optional<std::string> choice_divergence;  // the re-run asked for a choice the log does not hold
+  uint64_t hash = 0;
+  uint64_t events = 0;
+};
+
+// Re-runs `trace` from its configuration and choices (seed withheld). Throws std::invalid_argument
+// when its configuration is not runnable.
+ReplayOutcome replay(const traces::TraceFile& trace);
+
+}  // namespace durasim::cli

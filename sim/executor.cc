@@ -1,0 +1,72 @@
+// Timer heap, idle skipping and the recorded same-time choice; see executor.h.
+#include "sim/executor.h"
+
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+namespace durasim::sim {
+
+void SimClock::advance_to(SimTime t) {
+  if (t < now_)
+    throw std::logic_error("RT-02 violated: clock asked to move back from " + std::to_string(now_) + " to " +
+                           std::to_string(t));
+  now_ = t;
+}
+
+Executor::Executor(SimClock& clock, RandomSource& random)
+    : clock_(clock), random_(random), order_stream_(random.stream("executor.order")) {}
+
+TimerId Executor::at(SimTime when, Callback fn) {
+  const TimerId id = next_id_++;
+  callbacks_.emplace(id, std::move(fn));
+  heap_.push(Entry{when < clock_.now() ? clock_.now() : when, id});
+  return id;
+}
+
+bool Executor::cancel(TimerId id) {
+  if (callbacks_.erase(id) == 0) return false;
+  for (std::size_t i = 0; i < ready_.size(); ++i) {
+    if (ready_[i] == id) {
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  return true;
+}
+
+std::optional<SimTime> Executor::next_due() const {
+  if (!ready_.empty()) return clock_.now();
+  // Cancelled entries may linger in the heap; they are skipped when reached.
+  if (callbacks_.empty() || heap_.empty()) return std::nullopt;
+  return heap_.top().when;
+}
+
+// Moves every live heap entry due at the current time into the ready set, in sequence order.
+void Executor::gather_due() {
+  while (!heap_.empty() && heap_.top().when <= clock_.now()) {
+    const TimerId id = heap_.top().id;
+    heap_.pop();
+    if (callbacks_.count(id)) ready_.push_back(id);
+  }
+}
+
+bool Executor::run_one(SimTime horizon) {
+  gather_due();
+  while (ready_.empty()) {
+    while (!heap_.empty() && !callbacks_.count(heap_.top().id)) heap_.pop();
+    if (heap_.empty() || heap_.top().when > horizon) return false;
+    clock_.advance_to(heap_.top().when);
+    gather_due();
+  }
+  const std::size_t pick = ready_.size() == 1 ? 0 : random_.below(order_stream_, ready_.size());
+  const TimerId id = ready_[pick];
+  ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(pick));
+  auto node = callbacks_.extract(id);
+  assert(!node.empty());
+  ++events_run_;
+  node.mapped()();
+  return true;
+}
+
+}  // namespace durasim::sim

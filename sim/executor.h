@@ -1,0 +1,78 @@
+// The single-threaded executor of the World (runtime.md 2.2). Timers sit in a heap ordered by
+// (time, insertion sequence); the clock jumps to the next due time when nothing is runnable, so idle
+// time costs nothing. Events due at the current time form the ready set, and which of them runs next
+// is a recorded choice (stream "executor.order") whenever there is more than one: different seeds
+// explore different interleavings and a trace pins the one taken.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/random.h"
+
+namespace durasim::sim {
+
+using SimTime = int64_t;  // simulated milliseconds
+using TimerId = uint64_t;
+inline constexpr TimerId kNoTimer = 0;
+inline constexpr SimTime kDefaultStartTime = 1'700'000'000'000;  // runtime.md 2.1
+
+// The World clock: int64 milliseconds that never go backwards (RT-02).
+class SimClock {
+ public:
+  explicit SimClock(SimTime start) : now_(start) {}
+  SimTime now() const { return now_; }
+  // REQUIRES: t >= now().
+  void advance_to(SimTime t);
+
+ private:
+  SimTime now_;
+};
+
+class Executor {
+ public:
+  using Callback = std::function<void()>;
+
+  Executor(SimClock& clock, RandomSource& random);
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs `fn` at `when` (a time in the past means now). Returns a handle for cancel().
+  TimerId at(SimTime when, Callback fn);
+  TimerId after(SimTime delay, Callback fn) { return at(clock_.now() + delay, std::move(fn)); }
+  // Forgets a timer that has not run. Returns whether it was still pending.
+  bool cancel(TimerId id);
+
+  // Runs one event, advancing the clock if nothing is due now. Returns false when no event is
+  // pending or the next one is later than `horizon`.
+  bool run_one(SimTime horizon = INT64_MAX);
+
+  bool idle() const { return callbacks_.empty(); }
+  std::size_t pending() const { return callbacks_.size(); }
+  std::optional<SimTime> next_due() const;
+  uint64_t events_run() const { return events_run_; }
+  SimClock& clock() { return clock_; }
+
+ private:
+  struct Entry {
+    SimTime when;
+    TimerId id;
+    bool operator>(const Entry& other) const { return when != other.when ? when > other.when : id > other.id; }
+  };
+  void gather_due();
+
+  SimClock& clock_;
+  RandomSource& random_;
+  StreamId order_stream_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+  std::vector<TimerId> ready_;                          // due now; the next to run is chosen
+  std::unordered_map<TimerId, Callback> callbacks_;     // pending timers (lookup only)
+  TimerId next_id_ = 1;
+  uint64_t events_run_ = 0;
+};
+
+}  // namespace durasim::sim

@@ -1,0 +1,90 @@
+// The World's seeded random source (runtime.md 2.3). Named streams are derived from the root seed
+// (splitmix64(seed ^ fnv1a64(name)) seeding a xoshiro256** generator), so extra draws in one stream
+// never shift another. Every draw is a recorded choice: in recording mode it is appended to the
+// ChoiceLog; in replay mode it is read back from a log, the seed withheld (RT-23), and a request
+// that does not match the recorded one (other stream or bound) marks the replay as diverged.
+// Sampling is integer-only: rejection sampling for ranges, parts per million for probabilities, a
+// fixed quantile table for exponential latencies.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace durasim::sim {
+
+class Xoshiro256 {
+ public:
+  explicit Xoshiro256(uint64_t seed);
+  uint64_t next();
+
+ private:
+  std::array<uint64_t, 4> s_;
+};
+
+// One recorded draw: a value in [0, bound) from a stream (bound 0 means the full 64-bit range).
+struct Choice {
+  uint32_t stream = 0;
+  uint64_t bound = 0;
+  uint64_t value = 0;
+  friend bool operator==(const Choice&, const Choice&) = default;
+};
+
+struct ChoiceLog {
+  std::vector<std::string> streams;  // index -> stream name, in order of first use
+  std::vector<Choice> choices;
+  friend bool operator==(const ChoiceLog&, const ChoiceLog&) = default;
+};
+
+// A handle for a named stream, obtained once and reused on hot paths.
+struct StreamId {
+  uint32_t index = 0;
+};
+
+inline constexpr uint32_t kPpmScale = 1'000'000;  // probabilities are integers in parts per million
+
+class RandomSource {
+ public:
+  static RandomSource recording(uint64_t seed);
+  static RandomSource replaying(ChoiceLog log);
+
+  StreamId stream(std::string_view name);
+
+  // Uniform integer in [0, bound); bound 0 means any 64-bit value. A bound of 1 draws nothing.
+  uint64_t below(StreamId stream, uint64_t bound);
+  // Uniform integer in [lo, hi] (REQUIRES: lo <= hi).
+  int64_t between(StreamId stream, int64_t lo, int64_t hi);
+  // True with probability ppm / 10^6; certain outcomes (0 or >= 10^6) draw nothing.
+  bool chance(StreamId stream, uint32_t ppm);
+  // A draw from an exponential distribution with the given mean, in whole milliseconds.
+  int64_t exponential(StreamId stream, int64_t mean);
+  // Any 64-bit value.
+  uint64_t bits(StreamId stream) { return below(stream, 0); }
+
+  bool replaying() const { return replay_; }
+  const ChoiceLog& log() const { return log_; }
+  uint64_t draws() const { return draws_; }
+  // Set once a replayed request differs from the log; later draws return 0.
+  const std::optional<std::string>& divergence() const { return divergence_; }
+
+ private:
+  RandomSource(uint64_t seed, bool replay) : seed_(seed), replay_(replay) {}
+  uint64_t sample(uint32_t stream, uint64_t bound);
+  uint64_t replay_next(uint32_t stream, uint64_t bound);
+
+  uint64_t seed_;
+  bool replay_;
+  ChoiceLog log_;            // recording: what was drawn; replay: what to give back
+  std::size_t cursor_ = 0;   // replay position in log_.choices
+  uint64_t draws_ = 0;
+  std::map<std::string, uint32_t, std::less<>> index_;
+  std::vector<Xoshiro256> generators_;  // recording only, parallel to log_.streams
+  std::vector<uint32_t> replay_names_;  // replay: stream index in this run -> index in the log
+  std::optional<std::string> divergence_;
+};
+
+}  // namespace durasim::sim

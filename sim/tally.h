@@ -1,0 +1,47 @@
+// Per-invariant accounting (DESIGN.md, "Checking"): every check of an invariant ID is counted, and
+// every violation is counted and keeps its first few messages. A campaign merges the tallies of its
+// runs and reports invariants that were never checked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace durasim::sim {
+
+struct InvariantTally {
+  uint64_t checked = 0;
+  uint64_t violated = 0;
+  std::vector<std::string> examples;  // the first kMaxExamples violation messages
+};
+
+class Tallies {
+ public:
+  static constexpr std::size_t kMaxExamples = 5;
+
+  // Counts one check of `id`; `message()` is evaluated only when `ok` is false.
+  template <class Message>
+  bool check(const std::string& id, bool ok, Message message) {
+    InvariantTally& tally = by_id_[id];
+    ++tally.checked;
+    if (!ok) {
+      ++tally.violated;
+      if (tally.examples.size() < kMaxExamples) tally.examples.push_back(message());
+    }
+    return ok;
+  }
+  // Counts `checked` checks of `id`, `violated` of which failed, the first described by `example`.
+  void add(const std::string& id, uint64_t checked, uint64_t violated, const std::string& example);
+  // Declares `id` so that a run in which it is never checked still reports it.
+  void declare(const std::string& id) { by_id_[id]; }
+  void merge(const Tallies& other);
+
+  uint64_t violations() const;
+  const std::map<std::string, InvariantTally>& by_id() const { return by_id_; }
+
+ private:
+  std::map<std::string, InvariantTally> by_id_;
+};
+
+}  // namespace durasim::sim

@@ -1,0 +1,71 @@
+// Root spawning, segment bracketing and cancellation; see task_group.h.
+#include "sim/task_group.h"
+
+#include <cassert>
+#include <stdexcept>
+
+namespace durasim::sim {
+
+uint64_t TaskGroup::spawn(std::string name, Task<void> task, OnDone on_done) {
+  const uint64_t id = next_id_++;
+  auto scope = std::unique_ptr<TaskScope>(new TaskScope(*this, id, std::move(name)));
+  TaskScope* raw = scope.get();
+  raw->root_ = std::move(task);
+  raw->root_.handle().promise().scope = raw;
+  raw->on_done_ = std::move(on_done);
+  raw->start_timer_ = executor_.at(executor_.clock().now(), [this, raw] {
+    raw->start_timer_ = kNoTimer;
+    resume(*raw, raw->root_.handle());
+  });
+  roots_.emplace(id, std::move(scope));
+  return id;
+}
+
+bool TaskGroup::cancel(uint64_t id) {
+  auto it = roots_.find(id);
+  if (it == roots_.end()) return false;
+  if (it->second.get() == running_) throw std::logic_error("a root task cannot cancel itself while it runs");
+  if (it->second->start_timer_ != kNoTimer) executor_.cancel(it->second->start_timer_);
+  auto scope = std::move(it->second);
+  roots_.erase(it);
+  scope.reset();  // destroys the frames; their awaiters cancel their timers
+  return true;
+}
+
+void TaskGroup::cancel_all() {
+  if (running_) throw std::logic_error("a task group cannot be cancelled from inside one of its segments");
+  while (!roots_.empty()) cancel(roots_.begin()->first);
+}
+
+void TaskGroup::resume(TaskScope& scope, std::coroutine_handle<> frame) {
+  assert(!running_ && "segments never nest");
+  running_ = &scope;
+  if (hooks_) hooks_->segment_begin(scope);
+  frame.resume();
+  if (hooks_) hooks_->segment_end(scope);
+  running_ = nullptr;
+  if (scope.root_.done()) finish(scope);
+}
+
+void TaskGroup::finish(TaskScope& scope) {
+  std::exception_ptr error;
+  try {
+    scope.root_.result();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  OnDone on_done = std::move(scope.on_done_);
+  const std::string name = scope.name();
+  roots_.erase(scope.id());  // destroys the finished frame
+  if (on_done) {
+    on_done(error);
+  } else if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("root task '" + name + "' failed: " + e.what());
+    }
+  }
+}
+
+}  // namespace durasim::sim

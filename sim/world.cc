@@ -1,0 +1,28 @@
+// The World; see world.h.
+#include "sim/world.h"
+
+#include <stdexcept>
+
+namespace durasim::sim {
+
+World::World(SimTime start_time, RandomSource random, TraceSink& sink)
+    : clock_(start_time), random_(std::move(random)), executor_(clock_, random_), sink_(sink), tasks_(executor_) {
+  if (start_time < 0) throw std::invalid_argument("start time must be >= 0, got " + std::to_string(start_time));
+}
+
+void World::emit(std::string_view type, nlohmann::json fields) {
+  fields["ev"] = type;
+  fields["t"] = clock_.now();
+  sink_.record(fields);
+}
+
+SleepAwaiter World::sleep_for(SimTime ms) {
+  if (ms < 0) throw std::invalid_argument("sleepFor requires ms >= 0, got " + std::to_string(ms));
+  return SleepAwaiter(executor_, clock_.now() + ms);
+}
+
+Task<void> WorldClock::sleepFor(int64_t ms) { co_await world_.sleep_for(ms); }
+
+Task<void> WorldClock::sleepUntil(int64_t t) { co_await world_.sleep_until(t); }
+
+}  // namespace durasim::sim

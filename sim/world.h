@@ -1,0 +1,71 @@
+// The World of one run: one clock, one executor, one seeded random source with its choice log, and
+// the trace sink every event goes to (DESIGN.md, "Determinism rules"). Everything that happens in a
+// run happens through one World, on one thread; parallel campaigns run independent Worlds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime.h"
+#include "sim/executor.h"
+#include "sim/random.h"
+#include "sim/task_group.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::sim {
+
+
+
+class World {
+ public:
+  // `random` is a recording source (seeded) or a replaying one (choices from a trace).
+  World(SimTime start_time, RandomSource random, TraceSink& sink);
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  SimClock& clock() { return clock_; }
+  SimTime now() const { return clock_.now(); }
+  Executor& executor() { return executor_; }
+  RandomSource& random() { return random_; }
+  TaskGroup& tasks() { return tasks_; }  // roots that belong to no object (clients, drivers)
+
+  // Records one trace event of type `type` at the current time; `fields` must be a JSON object.
+  void emit(std::string_view type, nlohmann::json fields = nlohmann::json::object());
+
+  // Parks the awaiting frame until `t` (or for `ms`), as a new event.
+  SleepAwaiter sleep_until(SimTime t) { return SleepAwaiter(executor_, t); }
+  SleepAwaiter sleep_for(SimTime ms);
+
+  // Runs events until none is left, the next is later than `horizon`, or `keep_going` says stop.
+  // Returns the number of events run.
+  template <class KeepGoing>
+  uint64_t run_until(SimTime horizon, KeepGoing keep_going) {
+    uint64_t ran = 0;
+    while (keep_going() && executor_.run_one(horizon)) ++ran;
+    return ran;
+  }
+
+ private:
+  SimClock clock_;
+  RandomSource random_;
+  Executor executor_;
+  TraceSink& sink_;
+  TaskGroup tasks_;
+};
+
+// The port's Clock for code that runs on the World's own time.
+class WorldClock final : public Clock {
+ public:
+  explicit WorldClock(World& world) : world_(world) {}
+  int64_t now() const override { return world_.now(); }
+  Task<void> sleepFor(int64_t ms) override;
+  Task<void> sleepUntil(int64_t t) override;
+
+ private:
+  World& world_;
+};
+
+}  // namespace durasim::sim

@@ -1,0 +1,28 @@
+// Canonical serialisation and hashing of trace events; see recorder.h.
+#include "traces/recorder.h"
+
+#include <cstdio>
+
+namespace durasim::traces {
+
+std::string canonical_line(const nlohmann::json& event) {
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string hash_hex(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+void Recorder::record(const nlohmann::json& event) {
+  std::string line = canonical_line(event);
+  hash_ = sim::fnv1a64(line, hash_);
+  hash_ = sim::fnv1a64("\n", hash_);
+  ++events_;
+  if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
+  if (keep_lines_) lines_.push_back(std::move(line));
+  for (sim::TraceSink* observer : observers_) observer->record(event);
+}
+
+}  // namespace durasim::traces

@@ -1,0 +1,41 @@
+// Event-by-event comparison of a replay with its trace; see replay.h.
+#include "traces/replay.h"
+
+namespace durasim::traces {
+
+std::string Divergence::describe() const {
+  std::string where = "event #" + std::to_string(event_index + 1);
+  if (line) where += " (line " + std::to_string(line) + ")";
+  if (expected.empty()) return where + ": the replay produced an event the trace does not have: " + actual;
+  if (actual.empty()) return where + ": the replay ended before this recorded event: " + expected;
+  return where + " differs\n  recorded: " + expected + "\n  replayed: " + actual;
+}
+
+void ReplayComparer::diverge(std::string actual) {
+  const uint64_t index = recorder_.events();
+  Divergence d;
+  d.event_index = index;
+  if (index < expected_.events.size()) {
+    d.expected = expected_.events[index];
+    if (index < expected_.event_line_numbers.size()) d.line = expected_.event_line_numbers[index];
+  }
+  d.actual = std::move(actual);
+  divergence_ = std::move(d);
+}
+
+void ReplayComparer::record(const nlohmann::json& event) {
+  if (divergence_) return;
+  const uint64_t index = recorder_.events();
+  const std::string line = canonical_line(event);
+  if (index >= expected_.events.size() || line != expected_.events[index]) {
+    diverge(line);
+    return;
+  }
+  recorder_.record(event);
+}
+
+void ReplayComparer::finish() {
+  if (!divergence_ && recorder_.events() < expected_.events.size()) diverge("");
+}
+
+}  // namespace durasim::traces

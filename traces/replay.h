@@ -1,0 +1,44 @@
+// Replay (DESIGN.md, "Traces"): a sink that compares the events of a re-run, one by one, with the
+// events of a recorded trace and remembers the first that differs. The re-run draws its choices
+// from the trace's choice log with the seed withheld, so a complete log reproduces every event.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "traces/recorder.h"
+#include "traces/trace_file.h"
+
+namespace durasim::traces {
+
+struct Divergence {
+  uint64_t event_index = 0;  // 0-based index of the first differing event
+  uint64_t line = 0;         // its line in the trace file, 0 if unknown
+  std::string expected;      // the recorded event line ("" if the trace had ended)
+  std::string actual;        // the replayed event line ("" if the replay ended first)
+  std::string describe() const;
+};
+
+class ReplayComparer final : public sim::TraceSink {
+ public:
+  explicit ReplayComparer(const TraceFile& expected) : expected_(expected), recorder_(false) {}
+
+  void add_observer(sim::TraceSink& observer) { recorder_.add_observer(observer); }
+  void record(const nlohmann::json& event) override;
+  // Call when the re-run has ended: a replay that stopped short of the trace also diverges.
+  void finish();
+
+  bool diverged() const { return divergence_.has_value(); }
+  const std::optional<Divergence>& divergence() const { return divergence_; }
+  uint64_t hash() const { return recorder_.hash(); }
+  uint64_t events() const { return recorder_.events(); }
+
+ private:
+  void diverge(std::string actual);
+
+  const TraceFile& expected_;
+  Recorder recorder_;
+  std::optional<Divergence> divergence_;
+};
+
+}  // namespace durasim::traces

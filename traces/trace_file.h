@@ -1,0 +1,49 @@
+// Trace files (DESIGN.md, "Traces"): JSON Lines, in this order:
+//   {"format":"durasim-trace","version":1,"seed":S,"config":{...}}   the header
+//   {"streams":[names...]}                                           random stream names
+//   {"choices":[[stream,bound,value],...]}                           the choice log, in chunks
+//   <event line> ... with {"checkpoint":{"events":N,"hash":"..."}} every 1,024 events
+//   {"end":{"events":N,"choices":M,"hash":"..."}}                    the final hash
+// Event lines are canonical (traces/recorder.h); the hash covers them alone. Loading validates every
+// line, every checkpoint and the final hash, and reports the first problem as "line N: what".
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/random.h"
+#include "traces/recorder.h"
+
+namespace durasim::traces {
+
+inline constexpr int64_t kTraceFormatVersion = 1;
+
+// A trace that cannot be read: the message says where and why, in one line.
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TraceFile {
+  uint64_t seed = 0;
+  nlohmann::json config = nlohmann::json::object();
+  sim::ChoiceLog choices;
+  std::vector<std::string> events;  // canonical event lines
+  std::vector<uint64_t> event_line_numbers;  // where each event sits in the file (1-based); empty when built in memory
+  std::vector<Checkpoint> checkpoints;
+  uint64_t hash = sim::kFnvOffsetBasis;
+};
+
+// Writes `trace` to `path` through a temporary file renamed into place, so a reader never sees a
+// partial trace. Throws TraceError when the file cannot be written.
+void write_trace(const std::string& path, const TraceFile& trace);
+// Reads and validates a trace. Throws TraceError("<path>: line N: ...") on any defect.
+TraceFile load_trace(const std::string& path);
+// As load_trace, from text already in memory (`name` is used in messages).
+TraceFile parse_trace(const std::string& text, const std::string& name);
+
+}  // namespace durasim::traces

@@ -1,0 +1,18 @@
+// The list of workloads `durasim run --workload` knows; see workload.h.
+#include "workloads/core_workload.h"
+#include "workloads/workload.h"
+
+namespace durasim::workloads {
+
+const std::vector<WorkloadInfo>& workload_registry() {
+  static const std::vector<WorkloadInfo> registry = {core_workload_info()};
+  return registry;
+}
+
+const WorkloadInfo* find_workload(const std::string& name) {
+  for (const WorkloadInfo& info : workload_registry())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+}  // namespace durasim::workloads

@@ -1,0 +1,44 @@
+// RunConfig <-> JSON with validation; see run_config.h.
+#include "workloads/run_config.h"
+
+#include <stdexcept>
+
+namespace durasim::workloads {
+namespace {
+
+int64_t non_negative(const nlohmann::json& j, const char* field, int64_t fallback) {
+  if (!j.contains(field)) return fallback;
+  const nlohmann::json& value = j.at(field);
+  if (!value.is_number_integer() || value.get<int64_t>() < 0)
+    throw std::invalid_argument(std::string("config field '") + field + "' must be an integer >= 0");
+  return value.get<int64_t>();
+}
+
+}  // namespace
+
+nlohmann::json RunConfig::to_json() const {
+  return {{"workload", workload},
+          {"start_time", start_time},
+          {"safety_ms", safety_ms},
+          {"liveness_ms", liveness_ms},
+          {"options", options}};
+}
+
+RunConfig RunConfig::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("config must be a JSON object");
+  RunConfig config;
+  if (j.contains("workload")) {
+    if (!j.at("workload").is_string()) throw std::invalid_argument("config field 'workload' must be a string");
+    config.workload = j.at("workload").get<std::string>();
+  }
+  config.start_time = non_negative(j, "start_time", config.start_time);
+  config.safety_ms = non_negative(j, "safety_ms", config.safety_ms);
+  config.liveness_ms = non_negative(j, "liveness_ms", config.liveness_ms);
+  if (j.contains("options")) {
+    if (!j.at("options").is_object()) throw std::invalid_argument("config field 'options' must be an object");
+    config.options = j.at("options");
+  }
+  return config;
+}
+
+}  // namespace durasim::workloads

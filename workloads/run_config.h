@@ -1,0 +1,30 @@
+// The configuration of one run: everything, besides the seed or the choice log, that determines
+// its trace. It is written in every trace header and read back by replay, so it round-trips
+// through JSON and rejects malformed input with a message naming the field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/executor.h"
+
+namespace durasim::workloads {
+
+inline constexpr sim::SimTime kDefaultSafetyMs = 600'000;        // runtime.md 11.4 draws from [60 s, 30 min]
+inline constexpr sim::SimTime kDefaultLivenessMs = 10'800'000;   // runtime.md 11.4: 3 h after heal
+
+struct RunConfig {
+  std::string workload = "core";
+  sim::SimTime start_time = sim::kDefaultStartTime;
+  sim::SimTime safety_ms = kDefaultSafetyMs;
+  sim::SimTime liveness_ms = kDefaultLivenessMs;
+  nlohmann::json options = nlohmann::json::object();  // workload-specific
+
+  nlohmann::json to_json() const;
+  // Throws std::invalid_argument naming the offending field.
+  static RunConfig from_json(const nlohmann::json& j);
+};
+
+}  // namespace durasim::workloads

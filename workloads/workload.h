@@ -1,0 +1,42 @@
+// The workload interface and registry (STYLE.md, FoundationDB's test workloads). A workload is a
+// scenario: it builds what it needs in `setup`, drives load from `start`, stops injecting trouble at
+// `heal`, says whether its work has drained, and in `check` feeds every invariant it observes into
+// the run's tallies. Workloads register by name for `durasim run --workload NAME`.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/tally.h"
+#include "sim/world.h"
+
+namespace durasim::workloads {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual void setup(sim::World& world) = 0;  // before the first event
+  virtual void start(sim::World& world) = 0;  // spawn drivers; they run in the safety phase
+  virtual void heal(sim::World& world) {}     // the safety phase is over: faults stop
+  virtual bool drained() const = 0;           // all work is done (the liveness goal)
+  virtual std::vector<std::string> pending() const = 0;  // what is not done yet, for stuck runs
+  virtual void check(sim::World& world, sim::Tallies& tallies) = 0;
+  virtual nlohmann::json metrics() const = 0;
+};
+
+struct WorkloadInfo {
+  std::string name;
+  std::string summary;
+  std::function<std::unique_ptr<Workload>(const nlohmann::json& options)> make;
+};
+
+// Every registered workload, in name order.
+const std::vector<WorkloadInfo>& workload_registry();
+// The workload named `name`, or null.
+const WorkloadInfo* find_workload(const std::string& name);
+
+}  // namespace durasim::workloads
