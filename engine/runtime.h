@@ -1,37 +1,353 @@
 // The port: everything capability code may ask of the object it runs in (DESIGN.md, "The port and
 // coroutines"; runtime.md 2-10). The engine is written against these interfaces only; the simulator
 // implements them in sim/, and a wall-clock implementation could implement them without touching
-// engine/. This file also brings in Task<T>, the coroutine type of every asynchronous method.
+// engine/. Like LevelDB's Env, each member says what it does, how it fails, and what it promises
+// about atomicity and suspension.
+//
+// Suspension: only Task-returning members suspend (time, RPC, cold store, durability waits). SQL
+// never suspends, so no other event of the object runs during a statement or a transactionSync body.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime_errors.h"
 #include "engine/task.h"
 
 namespace durasim {
 
-// The object's view of time: int64 milliseconds that never go backwards within an incarnation.
+// ---------------------------------------------------------------------------------------------
+// Time and randomness
+
+// The object's view of time: int64 milliseconds, never decreasing within an incarnation.
 class Clock {
  public:
   virtual ~Clock() = default;
   virtual int64_t now() const = 0;
-  // Suspends for `ms` >= 0 milliseconds of simulated time; sleepFor(0) is a pure yield that lets
-  // other events of the object in. A negative delay is a programming error (std::invalid_argument).
+  // Suspends for `ms` >= 0 milliseconds; sleepFor(0) is a pure yield that lets other events of the
+  // object in. A negative delay throws std::invalid_argument. The timer dies with the incarnation.
   virtual Task<void> sleepFor(int64_t ms) = 0;
   // Suspends until `t`; a time at or before now() is a pure yield.
   virtual Task<void> sleepUntil(int64_t t) = 0;
 };
 
-// The object's source of randomness: deterministic under the simulator (seeded, recorded).
+// Deterministic under the simulator (seeded, recorded).
 class Random {
  public:
   virtual ~Random() = default;
-  // Uniform in [0, 1): (next() >> 11) * 2^-53.
-  virtual double random() = 0;
-  // An RFC 4122 version-4 UUID, lower case.
-  virtual std::string uuid() = 0;
+  virtual double random() = 0;     // uniform in [0, 1): (next() >> 11) * 2^-53
+  virtual std::string uuid() = 0;  // RFC 4122 version 4, lower case
 };
+
+// Structured log lines; logging never changes durable state.
+class Logger {
+ public:
+  virtual ~Logger() = default;
+  virtual void log(std::string_view level, std::string_view event, const nlohmann::json& fields) = 0;
+  void error(std::string_view event, const nlohmann::json& fields = nlohmann::json::object()) { log("error", event, fields); }
+  void warn(std::string_view event, const nlohmann::json& fields = nlohmann::json::object()) { log("warn", event, fields); }
+  void info(std::string_view event, const nlohmann::json& fields = nlohmann::json::object()) { log("info", event, fields); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// SQL values, rows and cursors
+
+struct SqlBlob {
+  std::string bytes;
+  friend bool operator==(const SqlBlob&, const SqlBlob&) = default;
+};
+using SqlNull = std::monostate;
+// NULL, INTEGER (exact int64), REAL, TEXT, BLOB.
+using SqlValue = std::variant<SqlNull, int64_t, double, std::string, SqlBlob>;
+
+inline SqlValue toSqlValue(std::nullptr_t) { return SqlNull{}; }
+inline SqlValue toSqlValue(SqlNull) { return SqlNull{}; }
+inline SqlValue toSqlValue(bool v) { return static_cast<int64_t>(v); }
+template <class I>
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
+SqlValue toSqlValue(I v) {
+  return static_cast<int64_t>(v);
+}
+inline SqlValue toSqlValue(double v) { return v; }
+inline SqlValue toSqlValue(std::string v) { return SqlValue(std::move(v)); }
+inline SqlValue toSqlValue(std::string_view v) { return SqlValue(std::string(v)); }
+inline SqlValue toSqlValue(const char* v) { return SqlValue(std::string(v)); }
+inline SqlValue toSqlValue(SqlBlob v) { return SqlValue(std::move(v)); }
+inline SqlValue toSqlValue(SqlValue v) { return v; }
+template <class T>
+SqlValue toSqlValue(const std::optional<T>& v) {
+  return v ? toSqlValue(*v) : SqlValue(SqlNull{});
+}
+
+// One result row; columns by index or by name. Accessors throw SqlError on a missing column or a
+// value of another type (NULL is only read through isNull / optional accessors).
+class SqlRow {
+ public:
+  SqlRow(std::shared_ptr<const std::vector<std::string>> columns, std::vector<SqlValue> values)
+      : columns_(std::move(columns)), values_(std::move(values)) {}
+
+  std::size_t size() const { return values_.size(); }
+  const SqlValue& operator[](std::size_t i) const { return values_.at(i); }
+  const SqlValue& at(std::string_view column) const;
+  bool isNull(std::string_view column) const { return std::holds_alternative<SqlNull>(at(column)); }
+  int64_t int64(std::string_view column) const;
+  double real(std::string_view column) const;  // REAL, or INTEGER converted
+  const std::string& text(std::string_view column) const;
+  const std::string& blob(std::string_view column) const;
+  std::optional<int64_t> optInt64(std::string_view column) const;
+  std::optional<std::string> optText(std::string_view column) const;
+  const std::vector<std::string>& columnNames() const { return *columns_; }
+  const std::vector<SqlValue>& values() const { return values_; }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> columns_;
+  std::vector<SqlValue> values_;
+};
+
+// The rows of one statement, materialised when exec returned (its writes had already taken effect).
+class SqlCursor {
+ public:
+  SqlCursor() = default;
+  SqlCursor(std::vector<std::string> columns, std::vector<SqlRow> rows, int64_t rowsRead, int64_t rowsWritten)
+      : columns_(std::move(columns)), rows_(std::move(rows)), rowsRead_(rowsRead), rowsWritten_(rowsWritten) {}
+
+  std::optional<SqlRow> next() {
+    if (position_ >= rows_.size()) return std::nullopt;
+    return rows_[position_++];
+  }
+  std::vector<SqlRow> toVector() {
+    std::vector<SqlRow> rest(rows_.begin() + static_cast<std::ptrdiff_t>(position_), rows_.end());
+    position_ = rows_.size();
+    return rest;
+  }
+  SqlRow one();  // throws SqlError unless exactly one row remains
+  const std::vector<std::string>& columnNames() const { return columns_; }
+  int64_t rowsRead() const { return rowsRead_; }
+  int64_t rowsWritten() const { return rowsWritten_; }
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<SqlRow> rows_;
+  std::size_t position_ = 0;
+  int64_t rowsRead_ = 0, rowsWritten_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Storage (runtime.md 4)
+
+// The handle a transaction body writes through. Valid only during the body.
+class StorageTxn {
+ public:
+  virtual ~StorageTxn() = default;
+  // One statement, with `?` parameters bound in order. Throws SqlError (statement rolled back, the
+  // transaction continues) or SqlCriticalError (everything rolled back; storage poisoned).
+  template <class... P>
+  SqlCursor exec(std::string_view sql, P&&... params) {
+    return execValues(sql, {toSqlValue(std::forward<P>(params))...});
+  }
+  virtual SqlCursor execValues(std::string_view sql, std::vector<SqlValue> params) = 0;
+  virtual std::optional<int64_t> getAlarm() = 0;
+  virtual void setAlarm(int64_t scheduledTime) = 0;  // rolls back with the body
+  virtual void deleteAlarm() = 0;
+  // Runs inside the transaction after the body, before it is released; may write.
+  virtual void beforeCommit(std::function<void(StorageTxn&)> hook) = 0;
+  // Runs once the commit holding this transaction is confirmed; dropped if it never is.
+  virtual void afterCommit(std::function<void()> hook) = 0;
+};
+
+// The object's SQLite store and its single alarm. Writes join the implicit transaction of the
+// running segment, which commits locally when the segment ends and is durable once confirmed.
+class ObjectStorage {
+ public:
+  virtual ~ObjectStorage() = default;
+
+  // One statement; see StorageTxn::exec.
+  template <class... P>
+  SqlCursor exec(std::string_view sql, P&&... params) {
+    return execValues(sql, {toSqlValue(std::forward<P>(params))...});
+  }
+  virtual SqlCursor execValues(std::string_view sql, std::vector<SqlValue> params) = 0;
+
+  // Runs `body` synchronously as a savepoint inside the implicit transaction; if it throws, its
+  // writes (alarm changes included) roll back and the exception propagates; the object is not
+  // reset. Nests. Durability comes with the implicit commit.
+  template <class F>
+  auto transactionSync(F&& body) -> std::invoke_result_t<F&, StorageTxn&> {
+    using R = std::invoke_result_t<F&, StorageTxn&>;
+    if constexpr (std::is_void_v<R>) {
+      runTransaction([&](StorageTxn& txn) { body(txn); });
+    } else {
+      std::optional<R> result;
+      runTransaction([&](StorageTxn& txn) { result.emplace(body(txn)); });
+      return std::move(*result);
+    }
+  }
+
+  // transactionSync(body), then suspends until the commit holding it is confirmed. A commit failure
+  // throws StorageCommitError to the awaiting coroutine.
+  template <class F>
+  auto transaction(F body) -> Task<std::invoke_result_t<F&, StorageTxn&>> {
+    using R = std::invoke_result_t<F&, StorageTxn&>;
+    if constexpr (std::is_void_v<R>) {
+      transactionSync(body);
+      co_await sync();
+    } else {
+      R result = transactionSync(body);
+      co_await sync();
+      co_return result;
+    }
+  }
+
+  // Completes when every write issued before the call (the open implicit transaction included) is
+  // confirmed; throws StorageCommitError if one of those commits failed.
+  virtual Task<void> sync() = 0;
+
+  virtual std::optional<int64_t> getAlarm() = 0;
+  // Throws TypeError for t <= 0, or when the object has no alarm handler (outside its constructor).
+  // A past time is clamped to now.
+  virtual void setAlarm(int64_t scheduledTime) = 0;
+  virtual void deleteAlarm() = 0;
+  // Deletes every table, row and the alarm, atomically. Throws TypeError inside transactionSync.
+  virtual void deleteAll() = 0;
+  virtual int64_t databaseSize() const = 0;
+
+ protected:
+  virtual void runTransaction(const std::function<void(StorageTxn&)>& body) = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// RPC (runtime.md 9)
+
+// The host's side of a stub. Calls on one channel are delivered in call order (E-order).
+class StubChannel {
+ public:
+  virtual ~StubChannel() = default;
+  virtual Task<nlohmann::json> call(std::string method, nlohmann::json args) = 0;  // throws RpcError
+  virtual bool broken() const = 0;
+};
+
+// A stub to one object. Once any call on it failed, every call in flight and every later call fails
+// with that error: make a new stub.
+class Stub {
+ public:
+  explicit Stub(std::shared_ptr<StubChannel> channel) : channel_(std::move(channel)) {}
+  Task<nlohmann::json> call(std::string method, nlohmann::json args) {
+    std::shared_ptr<StubChannel> channel = channel_;  // the frame keeps the channel alive
+    co_return co_await channel->call(std::move(method), std::move(args));
+  }
+  bool broken() const { return channel_->broken(); }
+
+ private:
+  std::shared_ptr<StubChannel> channel_;
+};
+
+class ObjectNamespace {
+ public:
+  virtual ~ObjectNamespace() = default;
+  virtual Stub get(std::string_view name) = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cold store (runtime.md 10)
+
+struct ColdObject {
+  std::string key, etag;
+  int64_t size = 0, uploaded = 0;
+  std::map<std::string, std::string> customMetadata;
+};
+struct ColdObjectBody : ColdObject {
+  std::string body;
+};
+struct ColdPutOptions {
+  std::optional<std::string> etagMatches;       // replace only if the current etag equals
+  std::optional<std::string> etagDoesNotMatch;  // "*" = create only
+  std::map<std::string, std::string> customMetadata;
+};
+struct ColdList {
+  std::vector<ColdObject> objects;
+  bool truncated = false;
+  std::optional<std::string> cursor;
+};
+
+// An R2-like bucket. Calls are outbound effects of the calling object (held by its output gate).
+// Failures throw ColdError; a failed precondition is not a failure: put returns nullopt.
+class ColdBucket {
+ public:
+  virtual ~ColdBucket() = default;
+  virtual Task<std::optional<ColdObject>> put(std::string key, std::string body, ColdPutOptions options = {}) = 0;
+  virtual Task<std::optional<ColdObjectBody>> get(std::string key) = 0;
+  virtual Task<std::optional<ColdObject>> head(std::string key) = 0;
+  virtual Task<void> remove(std::vector<std::string> keys) = 0;  // at most 1,000 keys
+  virtual Task<ColdList> list(std::string prefix, std::optional<std::string> cursor, int64_t limit = 1000) = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Objects (runtime.md 3)
+
+struct AlarmInvocationInfo {
+  int64_t retryCount = 0;
+  bool isRetry = false;
+  int64_t scheduledTime = 0;
+};
+
+// The host's services behind ObjectContext's member functions.
+class ObjectServices {
+ public:
+  virtual ~ObjectServices() = default;
+  virtual Task<void> blockConcurrencyWhile(std::function<Task<void>()> body) = 0;
+  virtual ObjectNamespace& objects(std::string_view className) = 0;
+  virtual ColdBucket& bucket(std::string_view name) = 0;
+  [[noreturn]] virtual void abort(std::string_view reason) = 0;
+};
+
+// What capability code may use. Lives as long as its incarnation.
+struct ObjectContext {
+  std::pair<std::string, std::string> id;  // (className, name)
+  int64_t incarnation = 0;
+  ObjectStorage& storage;
+  Clock& clock;
+  Random& random;
+  Logger& logger;
+  std::function<void(Task<void>)> waitUntil;  // background work; lost with the incarnation
+  std::function<bool(std::string_view site)> buggify;
+  std::set<std::string> variants;  // research variant flags of the run (hazards.md); empty = none
+  ObjectServices& services;
+
+  // Until `body` completes only its own continuations run in this object; a throw or more than
+  // 30,000 ms resets the incarnation.
+  Task<void> blockConcurrencyWhile(std::function<Task<void>()> body) {
+    return services.blockConcurrencyWhile(std::move(body));
+  }
+  ObjectNamespace& objects(std::string_view className) { return services.objects(className); }
+  ColdBucket& bucket(std::string_view name) { return services.bucket(name); }
+  [[noreturn]] void abort(std::string_view reason) { services.abort(reason); }
+};
+
+// The application's class; the runtime constructs one per incarnation, with its ObjectContext. The
+// constructor runs as the incarnation's first segment and may use storage synchronously.
+class DurableObject {
+ public:
+  virtual ~DurableObject() = default;
+  virtual Task<nlohmann::json> call(std::string_view method, const nlohmann::json& args) = 0;
+  virtual bool hasAlarmHandler() const { return false; }
+  virtual Task<void> alarm(const AlarmInvocationInfo& info) {
+    (void)info;
+    co_return;
+  }
+};
+
+using ObjectFactory = std::function<std::unique_ptr<DurableObject>(ObjectContext&)>;
 
 }  // namespace durasim
