@@ -42,6 +42,7 @@ std::string format(const char* pattern, double value) {
 workloads::RunConfig build_config(const RunOptions& options) {
   workloads::RunConfig config;
   config.workload = options.workload;
+  config.faults = options.faults;
   if (options.start_time) config.start_time = *options.start_time;
   if (options.safety_ms) config.safety_ms = *options.safety_ms;
   if (options.liveness_ms) config.liveness_ms = *options.liveness_ms;
@@ -67,12 +68,13 @@ struct Campaign {
   uint64_t executor_events = 0, trace_events = 0;
   int64_t simulated_ms = 0;
   sim::Tallies tallies;
+  faults::FaultCampaign faults;
   std::vector<std::string> failures;
 };
 
 void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t>& range, const Campaign& c,
                    double wall_seconds, std::ostream& out) {
-  out << "durasim run: workload " << options.workload << ", seeds " << range.first << ".." << range.second << " ("
+  out << "durasim run: workload " << options.workload << ", faults " << options.faults << ", seeds " << range.first << ".." << range.second << " ("
       << c.seeds << (c.seeds == 1 ? " seed" : " seeds") << ")\n";
   out << "  passed " << c.passed << "/" << c.seeds << "\n";
   const double simulated_s = static_cast<double>(c.simulated_ms) / 1000.0;
@@ -88,6 +90,7 @@ void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t
     out << "    " << id << "  " << with_commas(tally.checked) << " / " << tally.violated
         << (tally.checked == 0 ? "  NEVER CHECKED" : "") << "\n";
   }
+  out << "  faults (seeds enabled / seeds fired / opportunities / firings):\n" << c.faults.table();
   for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
 }
 
@@ -135,11 +138,12 @@ int run_command(const RunOptions& options, std::ostream& out, std::ostream& err)
     campaign.trace_events += outcome.trace_events;
     campaign.simulated_ms += outcome.simulated_ms;
     campaign.tallies.merge(outcome.tallies);
+    campaign.faults.add(outcome.faults);
     if (outcome.passed()) {
       ++campaign.passed;
     } else {
       campaign.failures.push_back("seed " + std::to_string(seed) + ": " + outcome.failure() +
-                                  "\n    reproduce: durasim run --workload " + config.workload + " --seed " +
+                                  "\n    reproduce: durasim run --workload " + config.workload + " --faults " + config.faults + " --seed " +
                                   std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace");
     }
     if (options.verbose)

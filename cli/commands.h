@@ -19,6 +19,7 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   std::optional<std::string> seeds;            // "A..B", inclusive
   std::string workload = "core";
+  std::string faults = "recoverable";          // none | recoverable | arbitrary
   std::optional<std::string> save_trace;       // a path; with several seeds it must contain "{seed}"
   bool verbose = false;
   bool check_determinism = false;              // run every seed twice and compare hashes (RT-01)

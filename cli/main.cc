@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "run one seed");
   run_cmd->add_option("--seeds", run.seeds, "run seeds A..B inclusive (default 0..99)");
   run_cmd->add_option("--workload", run.workload, "workload to run")->capture_default_str();
+  run_cmd->add_option("--faults", run.faults, "fault profile: none, recoverable or arbitrary")->capture_default_str();
   run_cmd->add_option("--save-trace", run.save_trace, "write the trace to FILE ('{seed}' is replaced by the seed)");
   run_cmd->add_flag("--verbose,-v", run.verbose, "print each seed's hash");
   run_cmd->add_flag("--check-determinism", run.check_determinism, "run every seed twice and compare hashes (RT-01)");

@@ -32,8 +32,10 @@ sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource ran
   sim::World world(config.start_time, std::move(random), sink);
   const auto go = [&] { return keep_going() && !world.random().divergence(); };
   world.emit("run.start", {{"config", config.to_json()}});
+  faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
+  world.emit("run.profile", {{"profile", plan.profile_json()}});
   try {
-    outcome.phases = workloads::run_phases(world, *workload, config, outcome.tallies, go);
+    outcome.phases = workloads::run_phases(world, plan, *workload, config, outcome.tallies, go);
     if (go()) {
       time_check.report(outcome.tallies);
       world.emit("run.end", {{"drained", outcome.phases.drained}, {"invariants", tally_summary(outcome.tallies)}});
@@ -46,6 +48,7 @@ sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource ran
   outcome.simulated_ms = world.now() - config.start_time;
   outcome.choices = world.random().draws();
   outcome.choice_divergence = world.random().divergence();
+  outcome.faults = plan.accounting();
   return world.random().log();
 }
 

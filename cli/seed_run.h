@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "faults/accounting.h"
 #include "sim/tally.h"
 #include "traces/replay.h"
 #include "traces/trace_file.h"
@@ -26,6 +27,7 @@ struct SeedOutcome {
   sim::Tallies tallies;
   std::optional<std::string> error;  // the run stopped on a broken assumption
   std::optional<std::string> choice_divergence;  // replay only: the re-run left the recorded choices
+  faults::FaultAccounting faults{};                // per fault: enabled, rate, opportunities, firings
 
   bool passed() const { return !error && tallies.violations() == 0 && phases.drained; }
   // One line saying why the seed failed ("" if it passed).

@@ -32,6 +32,8 @@ bool Executor::cancel(TimerId id) {
       break;
     }
   }
+  // Keep the heap's top live, so next_due() never reports the time of a cancelled timer.
+  while (!heap_.empty() && !callbacks_.count(heap_.top().id)) heap_.pop();
   return true;
 }
 

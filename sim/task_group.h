@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/task.h"
 #include "sim/executor.h"
@@ -46,10 +47,12 @@ class TaskScope {
 
 namespace sim {
 
-// Called around every segment (one resumption up to the next suspension or completion).
+// Called around every segment (one resumption up to the next suspension or completion). `admits`
+// is the input gate: a resumption it refuses waits, in arrival order, until resume_deferred().
 class SegmentHooks {
  public:
   virtual ~SegmentHooks() = default;
+  virtual bool admits(const TaskScope&) const { return true; }
   virtual void segment_begin(TaskScope&) {}
   virtual void segment_end(TaskScope&) {}
 };
@@ -72,8 +75,15 @@ class TaskGroup {
   // Destroys every root's frames. REQUIRES: not called from inside one of this group's segments.
   void cancel_all();
 
-  // Resumes `frame` (a suspended frame under `scope`) as one segment.
+  // Starts `task` as a root right now, as a segment of the current executor event. REQUIRES: not
+  // inside a segment of this group. Used where the order of starts must be exactly the call order.
+  uint64_t spawn_now(std::string name, Task<void> task, OnDone on_done = {});
+
+  // Resumes `frame` (a suspended frame under `scope`) as one segment, or defers it if the hooks'
+  // input gate does not admit its scope.
   void resume(TaskScope& scope, std::coroutine_handle<> frame);
+  // Schedules every deferred resumption the gate now admits, in arrival order, as new events.
+  void resume_deferred();
 
   std::size_t live() const { return roots_.size(); }
   bool running() const { return running_ != nullptr; }
@@ -81,11 +91,18 @@ class TaskGroup {
 
  private:
   void finish(TaskScope& scope);
+  TaskScope& adopt(std::string name, Task<void> task, OnDone on_done);
+
+  struct Deferred {
+    TaskScope* scope;
+    std::coroutine_handle<> frame;
+  };
 
   Executor& executor_;
   SegmentHooks* hooks_;
   std::map<uint64_t, std::unique_ptr<TaskScope>> roots_;
   TaskScope* running_ = nullptr;
+  std::vector<Deferred> deferred_;
   uint64_t next_id_ = 1;
 };
 

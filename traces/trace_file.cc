@@ -54,7 +54,7 @@ class Reader {
   }
 
   void header(const nlohmann::json& j) {
-    if (j.value("format", "") != kFormatName) fail("not a durasim trace (no \"format\":\"durasim-trace\" header)");
+    if (!j.contains("format") || j["format"] != nlohmann::json(kFormatName)) fail("not a durasim trace (no \"format\":\"durasim-trace\" header)");
     if (!j.contains("version") || !j["version"].is_number_integer()) fail("header has no integer version");
     if (j["version"].get<int64_t>() != kTraceFormatVersion)
       fail("unsupported trace format version " + j["version"].dump() + " (this build reads version " +

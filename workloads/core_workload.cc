@@ -32,7 +32,7 @@ class CoreWorkload final : public Workload {
     ops_per_worker_ = read_positive(options, "ops", kDefaultOpsPerWorker);
   }
 
-  void setup(sim::World& world) override {
+  void setup(sim::World& world, faults::FaultPlan&) override {
     world_ = &world;
     stream_ = world.random().stream("workload.core");
   }

@@ -1,11 +1,12 @@
 // The list of workloads `durasim run --workload` knows; see workload.h.
 #include "workloads/core_workload.h"
+#include "workloads/runtime_workload.h"
 #include "workloads/workload.h"
 
 namespace durasim::workloads {
 
 const std::vector<WorkloadInfo>& workload_registry() {
-  static const std::vector<WorkloadInfo> registry = {core_workload_info()};
+  static const std::vector<WorkloadInfo> registry = {core_workload_info(), runtime_workload_info()};
   return registry;
 }
 

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "faults/fault_plan.h"
+
 namespace durasim::workloads {
 namespace {
 
@@ -18,6 +20,7 @@ int64_t non_negative(const nlohmann::json& j, const char* field, int64_t fallbac
 
 nlohmann::json RunConfig::to_json() const {
   return {{"workload", workload},
+          {"faults", faults},
           {"start_time", start_time},
           {"safety_ms", safety_ms},
           {"liveness_ms", liveness_ms},
@@ -30,6 +33,11 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
   if (j.contains("workload")) {
     if (!j.at("workload").is_string()) throw std::invalid_argument("config field 'workload' must be a string");
     config.workload = j.at("workload").get<std::string>();
+  }
+  if (j.contains("faults")) {
+    if (!j.at("faults").is_string()) throw std::invalid_argument("config field 'faults' must be a string");
+    config.faults = j.at("faults").get<std::string>();
+    faults::parse_profile_kind(config.faults);  // rejects anything but none|recoverable|arbitrary
   }
   config.start_time = non_negative(j, "start_time", config.start_time);
   config.safety_ms = non_negative(j, "safety_ms", config.safety_ms);

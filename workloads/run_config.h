@@ -17,6 +17,7 @@ inline constexpr sim::SimTime kDefaultLivenessMs = 10'800'000;   // runtime.md 1
 
 struct RunConfig {
   std::string workload = "core";
+  std::string faults = "recoverable";  // none | recoverable | arbitrary (runtime.md 11.3)
   sim::SimTime start_time = sim::kDefaultStartTime;
   sim::SimTime safety_ms = kDefaultSafetyMs;
   sim::SimTime liveness_ms = kDefaultLivenessMs;

@@ -8,11 +8,11 @@ constexpr uint64_t kDrainPollEvents = 64;  // how often the liveness phase asks 
 
 }  // namespace
 
-PhaseReport run_phases(sim::World& world, Workload& workload, const RunConfig& config, sim::Tallies& tallies,
-                       const std::function<bool()>& keep_going) {
+PhaseReport run_phases(sim::World& world, faults::FaultPlan& faults, Workload& workload, const RunConfig& config,
+                       sim::Tallies& tallies, const std::function<bool()>& keep_going) {
   PhaseReport report;
   const uint64_t events_before = world.executor().events_run();
-  workload.setup(world);
+  workload.setup(world, faults);
   world.emit("phase", {{"phase", "safety"}});
   workload.start(world);
 
@@ -21,6 +21,7 @@ PhaseReport run_phases(sim::World& world, Workload& workload, const RunConfig& c
   if (keep_going()) {
     world.clock().advance_to(std::max(world.now(), heal_at));
     report.heal_time = world.now();
+    faults.heal();
     workload.heal(world);
     world.emit("phase", {{"phase", "liveness"}});
 

@@ -30,7 +30,7 @@ struct PhaseReport {
 // Runs `workload` in `world` through every phase, adding its checks to `tallies`. `keep_going` is
 // polled between events (replay uses it to stop at the first divergence). Exceptions escaping the
 // workload (a broken internal assumption) propagate to the caller.
-PhaseReport run_phases(sim::World& world, Workload& workload, const RunConfig& config, sim::Tallies& tallies,
-                       const std::function<bool()>& keep_going);
+PhaseReport run_phases(sim::World& world, faults::FaultPlan& faults, Workload& workload, const RunConfig& config,
+                       sim::Tallies& tallies, const std::function<bool()>& keep_going);
 
 }  // namespace durasim::workloads

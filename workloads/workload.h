@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/fault_plan.h"
 #include "sim/tally.h"
 #include "sim/world.h"
 
@@ -19,7 +20,8 @@ namespace durasim::workloads {
 class Workload {
  public:
   virtual ~Workload() = default;
-  virtual void setup(sim::World& world) = 0;  // before the first event
+  // Before the first event; `faults` is the run's fault plan (its swarm profile already drawn).
+  virtual void setup(sim::World& world, faults::FaultPlan& faults) = 0;
   virtual void start(sim::World& world) = 0;  // spawn drivers; they run in the safety phase
   virtual void heal(sim::World& world) {}     // the safety phase is over: faults stop
   virtual bool drained() const = 0;           // all work is done (the liveness goal)

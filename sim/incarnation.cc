@@ -1,0 +1,587 @@
+// One incarnation of a simulated object: its segments and implicit transactions (runtime.md 4.2),
+// confirmation and commit failures (4.5), the input and output gates (5), idleness (6.1), the end of
+// the incarnation (6.2), incoming calls and alarm runs. Keeps RT-05..08, RT-10, RT-11, RT-19.
+#include <algorithm>
+#include <cstdio>
+
+#include "sim/object_internals.h"
+
+namespace durasim::sim {
+namespace {
+
+std::string reset_message_for_storage(const std::string& error) { return "broken.outputGateBroken; " + error; }
+
+}  // namespace
+
+Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory)
+    : object_(object), number_(number), group_(object.runtime().world().executor(), this), storage_(*this) {
+  ObjectRuntime& runtime = object.runtime();
+  World& world = runtime.world();
+  random_stream_ = world.random().stream("object.random");
+  idle_stream_ = world.random().stream("object.idle");
+  context_ = std::make_unique<ObjectContext>(ObjectContext{
+      {object.class_name(), object.name()},
+      number,
+      storage_,
+      *this,
+      *this,
+      *this,
+      [this](Task<void> work) {
+        group_.spawn("waitUntil", std::move(work), [this](std::exception_ptr error) {
+          if (!error) return;
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            log("error", "runtime.wait_until.failed", {{"error", e.what()}});
+          }
+        });
+      },
+      [&runtime](std::string_view site) { return runtime.buggify() ? runtime.buggify()(site) : false; },
+      runtime.options().variants,
+      *this});
+  world.emit("incarnation.start", {{"object", object.label()}, {"incarnation", number}});
+  in_segment_ = true;
+  try {
+    instance_ = factory(*context_);
+  } catch (const std::exception& e) {
+    log("error", "runtime.constructor.failed", {{"error", e.what()}});
+    doom(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"});
+  }
+  in_segment_ = false;
+  constructing_ = false;
+  commit_segment();
+  update_idle();
+}
+
+Incarnation::~Incarnation() {
+  // end() has already destroyed the frames; this only releases memory.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segments and the input gate
+
+bool Incarnation::admits(const TaskScope& scope) const {
+  if (doomed_) return std::find(rescued_.begin(), rescued_.end(), &scope) != rescued_.end();
+  return sections_.empty() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
+}
+
+void Incarnation::segment_begin(TaskScope&) { in_segment_ = true; }
+
+void Incarnation::segment_end(TaskScope&) {
+  in_segment_ = false;
+  commit_segment();
+  // object.reset: every segment end is a suspension point (or a completion) of the object.
+  if (!doomed_ && object_.runtime().faults().fires(FaultKind::object_reset, site("suspend")))
+    doom(ResetError{EndCause::injected, "broken.reset; Durable Object was reset"});
+  if (doomed_ && end_timer_ == kNoTimer) doom(*doomed_);
+  update_idle();
+}
+
+void Incarnation::system_segment(const std::function<void()>& body) {
+  if (!alive_ || doomed_) return;
+  in_segment_ = true;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    log("error", "runtime.system_write.failed", {{"error", e.what()}});
+  }
+  in_segment_ = false;
+  commit_segment();
+  if (doomed_ && end_timer_ == kNoTimer) doom(*doomed_);
+  update_idle();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Local commit and confirmation
+
+uint64_t Incarnation::watermark() const {
+  return object_.store().in_transaction() ? object_.last_local + 1 : object_.last_local;
+}
+
+void Incarnation::commit_segment() {
+  SqliteStore& store = object_.store();
+  if (!store.in_transaction()) return;
+  if (doomed_) {
+    store.rollback_open();
+    return;
+  }
+  FaultInjector& faults = object_.runtime().faults();
+  const std::optional<int64_t> alarm = store.get_alarm();
+  if (faults.fires(FaultKind::alarm_schedule_reject, site("commit"))) {
+    store.rollback_open();
+    storage_.open_after_commit_.clear();
+    break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::definite)));
+    doom(ResetError{EndCause::storage, reset_message_for_storage("alarm scheduling was rejected")});
+    return;
+  }
+  if (faults.fires(FaultKind::storage_commit_definite, site("commit"))) {
+    store.rollback_open();
+    storage_.open_after_commit_.clear();
+    fail_commit(StorageCommitError::Outcome::definite);
+    return;
+  }
+  const std::optional<LocalCommit> commit = store.commit_local();
+  if (!commit) {
+    // Nothing changed after all: whatever waited for this commit waits for the previous one.
+    storage_.open_after_commit_.clear();
+    release_effects();
+    settle_waiters();
+    return;
+  }
+  object_.manager_consider_earlier(alarm);
+  object_.last_local = commit->number;
+  PendingCommit pending;
+  pending.number = commit->number;
+  pending.alarm_after = alarm;
+  pending.after_commit = std::move(storage_.open_after_commit_);
+  storage_.open_after_commit_.clear();
+  pending_.emplace(commit->number, std::move(pending));
+  char changes[17];
+  std::snprintf(changes, sizeof changes, "%016llx", static_cast<unsigned long long>(commit->changes_hash));
+  object_.runtime().world().emit("commit", {{"object", object_.label()},
+                                            {"incarnation", number_},
+                                            {"commit", commit->number},
+                                            {"changes", changes}});
+  schedule_confirmation(*commit);
+}
+
+void Incarnation::schedule_confirmation(const LocalCommit& commit) {
+  World& world = object_.runtime().world();
+  FaultInjector& faults = object_.runtime().faults();
+  RandomSource& random = world.random();
+  const StreamId stream = random.stream("storage.latency");
+  int64_t latency = faults.latency(LatencyKind::confirm);
+  bool gate_timeout = false;
+  if (faults.fires(FaultKind::storage_gate_timeout, site("confirm"), [&] {
+        latency = random.between(stream, kGateTimeoutMs + 1, 2 * kGateTimeoutMs);
+        return nlohmann::json{{"latency", latency}};
+      })) {
+    gate_timeout = true;
+  } else {
+    faults.fires(FaultKind::storage_confirm_latency, site("confirm"), [&] {
+      const int64_t tail = random.between(stream, 100, 5'000);
+      latency += tail;
+      return nlohmann::json{{"tail", tail}};
+    });
+  }
+  const int64_t confirm_at = std::max(object_.last_confirm_at, world.now() + latency);
+  object_.last_confirm_at = confirm_at;
+  PendingCommit& pending = pending_.at(commit.number);
+  pending.confirm_at = confirm_at;
+  pending.gate_timeout = gate_timeout;
+  const uint64_t number = commit.number;
+  pending.timer = world.executor().at(confirm_at, [this] { confirm_due(); });
+  if (gate_timeout) {
+    world.executor().at(world.now() + kGateTimeoutMs, [this, number] {
+      if (!alive_ || !pending_.count(number) || doomed_) return;
+      break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::uncertain)));
+      doom(ResetError{EndCause::gate_timeout,
+                      "Durable Object storage operation exceeded timeout which caused object to be reset.", true});
+    });
+  }
+}
+
+// Confirms, in commit order, every pending commit whose confirmation time has come (several may
+// fall due at the same instant; the executor may run their events in any order).
+void Incarnation::confirm_due() {
+  while (alive_ && !doomed_ && !pending_.empty() && pending_.begin()->second.confirm_at <= now()) {
+    const uint64_t number = pending_.begin()->first;
+    pending_.begin()->second.timer = kNoTimer;
+    if (object_.runtime().faults().fires(FaultKind::storage_commit_uncertain, site("confirm"))) {
+      fail_commit(StorageCommitError::Outcome::uncertain);
+      return;
+    }
+    object_.store().confirm(number);
+    object_.last_confirmed = number;
+    PendingCommit done = std::move(pending_.begin()->second);
+    pending_.erase(pending_.begin());
+    object_.runtime().world().emit("confirm", {{"object", object_.label()}, {"incarnation", number_}, {"commit", number}});
+    if (pending_.empty()) object_.manager_after_confirm(done.alarm_after);
+    if (!done.after_commit.empty()) {
+      system_segment([&] {
+        for (auto& hook : done.after_commit) hook();
+      });
+    }
+    release_effects();
+    settle_waiters();
+  }
+  update_idle();
+}
+
+void Incarnation::fail_commit(StorageCommitError::Outcome outcome) {
+  const StorageCommitError error(outcome);
+  object_.runtime().world().emit("commit.failed", {{"object", object_.label()},
+                                                   {"incarnation", number_},
+                                                   {"outcome", outcome == StorageCommitError::Outcome::definite ? "definite" : "uncertain"}});
+  poison = SqlCriticalError(SqlCriticalError::Code::ioerr, error.what());
+  break_gate(std::make_exception_ptr(error));
+  // Waiters see the commit error; the reset follows at their next suspension point.
+  for (DurabilityWaiter& waiter : waiters_) {
+    if (const TaskScope* scope = waiter.shot->waiting_scope()) rescued_.push_back(scope);
+    waiter.shot->set_error(std::make_exception_ptr(error));
+  }
+  waiters_.clear();
+  doom(ResetError{EndCause::storage, reset_message_for_storage(error.what())});
+}
+
+void Incarnation::hold(std::function<void()> release, std::function<void()> drop) {
+  if (doomed_ || !alive_) {
+    drop();
+    return;
+  }
+  const uint64_t required = watermark();
+  if (held_.empty() && required <= object_.last_confirmed) {
+    release();
+    return;
+  }
+  held_.push_back(Held{required, std::move(release), std::move(drop)});
+}
+
+void Incarnation::release_effects() {
+  const uint64_t ceiling = std::min(object_.last_local, watermark());
+  while (!held_.empty() && std::min(held_.front().required, ceiling) <= object_.last_confirmed) {
+    Held effect = std::move(held_.front());
+    held_.pop_front();
+    effect.release();
+  }
+}
+
+void Incarnation::break_gate(const std::exception_ptr&) {
+  std::deque<Held> dropped = std::move(held_);
+  held_.clear();
+  for (Held& effect : dropped) effect.drop();
+}
+
+Task<void> Incarnation::wait_durable(uint64_t number) {
+  if (number <= object_.last_confirmed) co_return;
+  auto shot = std::make_shared<OneShot<Done>>(object_.runtime().world().executor());
+  waiters_.push_back(DurabilityWaiter{number, shot});
+  ++busy_;
+  struct Leave {
+    Incarnation* self;
+    ~Leave() { self->end_external_wait(); }
+  } leave{this};
+  co_await *shot;
+}
+
+void Incarnation::settle_waiters() {
+  const uint64_t ceiling = std::min(object_.last_local, watermark());
+  std::erase_if(waiters_, [&](DurabilityWaiter& waiter) {
+    if (std::min(waiter.required, ceiling) > object_.last_confirmed) return false;
+    waiter.shot->set_value(Done{});
+    return true;
+  });
+}
+
+void Incarnation::end_external_wait() {
+  if (busy_ > 0) --busy_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ending: doom, reset, hibernation, eviction
+
+void Incarnation::doom(const ResetError& error) {
+  if (!alive_) return;
+  if (!doomed_) doomed_ = error;
+  if (in_segment_ || end_timer_ != kNoTimer) return;
+  Executor& executor = object_.runtime().world().executor();
+  // Rescued waiters (of a failed commit) get one segment to see the error before the end.
+  const int64_t delay = rescued_.empty() ? 0 : 1;
+  SimObject* object = &object_;
+  const int64_t number = number_;
+  const ResetError reason = *doomed_;
+  end_timer_ = executor.at(executor.clock().now() + delay, [object, number, reason] {
+    if (object->live() && object->live()->number() == number) object->end_live(reason);
+  });
+}
+
+void Incarnation::end(const ResetError& error) {
+  World& world = object_.runtime().world();
+  Executor& executor = world.executor();
+  alive_ = false;
+  for (TimerId timer : {idle_timer_, alarm_limit_timer_, end_timer_})
+    if (timer != kNoTimer) executor.cancel(timer);
+  for (auto& [number, pending] : pending_)
+    if (pending.timer != kNoTimer) executor.cancel(pending.timer);
+  group_.cancel_all();  // every frame of the incarnation, without resuming any (RT-19)
+
+  SqliteStore& store = object_.store();
+  store.rollback_open();
+  const auto unconfirmed = static_cast<int64_t>(pending_.size());
+  if (unconfirmed > 0) {
+    const int64_t kept = world.random().between(world.random().stream("storage.durability"), 0, unconfirmed);
+    store.decide(static_cast<std::size_t>(kept));
+    auto it = pending_.begin();
+    for (int64_t i = 0; i < kept; ++i, ++it) object_.last_confirmed = it->first;
+    world.emit("durability", {{"object", object_.label()}, {"incarnation", number_}, {"kept", kept}, {"unconfirmed", unconfirmed}});
+  } else {
+    store.decide(0);
+  }
+  pending_.clear();
+  break_gate(nullptr);
+  const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
+  RpcError::Flags flags;
+  flags.durableObjectReset = true;
+  flags.overloaded = error.overloaded;
+  for (const std::shared_ptr<Reply>& reply : incoming_)
+    reply->set_error(std::make_exception_ptr(RpcError(RpcError::Kind::reset, flags, error.message)));
+  incoming_.clear();
+  gated_.clear();
+  waiters_.clear();
+  world.emit("incarnation.end", {{"object", object_.label()},
+                                 {"incarnation", number_},
+                                 {"reset", reset},
+                                 {"cause", error.message}});
+  if (alarm_info_) {
+    const bool counted = error.cause == EndCause::alarm_limit;
+    const int64_t scheduled = alarm_info_->scheduledTime;
+    alarm_info_.reset();
+    object_.alarm_outcome(scheduled, counted ? AlarmFailure::counted : AlarmFailure::uncounted);
+  }
+  instance_.reset();  // its destructor may not touch storage: every call now throws
+  object_.manager_after_confirm(store.get_alarm());
+}
+
+void Incarnation::update_idle() {
+  if (!alive_ || doomed_) return;
+  Executor& executor = object_.runtime().world().executor();
+  if (idle_timer_ != kNoTimer) executor.cancel(idle_timer_);
+  idle_timer_ = kNoTimer;
+  // Live roots that are not parked on a timer are runnable or waiting on something: not idle.
+  const bool idle = !in_segment_ && busy_ == 0 && pending_.empty() && held_.empty() && gated_.empty() &&
+                    sections_.empty() && !alarm_info_ && (group_.live() == 0 || sleeping_ > 0);
+  if (!idle) return;
+  const bool timers = group_.live() > 0;
+  RandomSource& random = object_.runtime().world().random();
+  const int64_t after = timers ? random.between(idle_stream_, kEvictIdleMinMs, kEvictIdleMaxMs) : kHibernateIdleMs;
+  SimObject* object = &object_;
+  const int64_t number = number_;
+  idle_timer_ = executor.at(executor.clock().now() + after, [object, number, timers] {
+    if (!object->live() || object->live()->number() != number) return;
+    object->live()->idle_timer_ = kNoTimer;
+    object->end_live(ResetError{timers ? EndCause::evict : EndCause::hibernate, timers ? "evicted" : "hibernated"});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incoming calls and alarm runs
+
+void Incarnation::deliver_call(std::string method, nlohmann::json args, std::shared_ptr<Reply> reply) {
+  incoming_.push_back(reply);
+  ++busy_;
+  if (doomed_ || !instance_) {
+    doom(doomed_.value_or(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"}));
+    return;
+  }
+  auto start = [this, method = std::move(method), args = std::move(args), reply] {
+    group_.spawn_now("call." + method, run_call(method, args, reply));
+  };
+  if (!sections_.empty()) {
+    gated_.push_back(std::move(start));
+    return;
+  }
+  start();
+}
+
+Task<void> Incarnation::run_call(std::string method, nlohmann::json args, std::shared_ptr<Reply> reply) {
+  std::optional<nlohmann::json> result;
+  std::exception_ptr error;
+  try {
+    result = co_await instance_->call(method, args);
+  } catch (const std::exception& e) {
+    RpcError::Flags flags;
+    flags.remote = true;
+    error = std::make_exception_ptr(RpcError(RpcError::Kind::remote, flags, e.what()));
+  }
+  hold(
+      [this, reply, result, error] {
+        std::erase(incoming_, reply);
+        end_external_wait();
+        if (error) reply->set_error(error);
+        else reply->set_value(*result);
+      },
+      [] {});
+}
+
+void Incarnation::run_alarm(AlarmInvocationInfo info) {
+  ++busy_;
+  alarm_info_ = info;
+  alarm_touched = false;
+  object_.set_alarm_running(true);
+  World& world = object_.runtime().world();
+  world.emit("alarm.run", {{"object", object_.label()},
+                           {"incarnation", number_},
+                           {"scheduled", info.scheduledTime},
+                           {"retryCount", info.retryCount}});
+  SimObject* object = &object_;
+  const int64_t number = number_;
+  alarm_limit_timer_ = world.executor().at(world.now() + kAlarmHandlerLimitMs, [object, number] {
+    Incarnation* live = object->live();
+    if (!live || live->number() != number) return;
+    live->alarm_limit_timer_ = kNoTimer;
+    live->doom(ResetError{EndCause::alarm_limit, "Alarm exceeded its allowed execution time", true});
+  });
+  auto start = [this, info] { group_.spawn_now("alarm", run_alarm_handler(info)); };
+  if (!sections_.empty()) {
+    gated_.push_back(std::move(start));
+    return;
+  }
+  start();
+}
+
+Task<void> Incarnation::run_alarm_handler(AlarmInvocationInfo info) {
+  std::optional<AlarmFailure> failure;
+  try {
+    co_await instance_->alarm(info);
+    co_await storage_.sync();
+  } catch (const SqlCriticalError& e) {
+    failure = e.code() == SqlCriticalError::Code::interrupt ? AlarmFailure::counted : AlarmFailure::uncounted;
+  } catch (const StorageCommitError&) {
+    failure = AlarmFailure::uncounted;
+  } catch (const ObjectResetError&) {
+    failure = AlarmFailure::uncounted;
+  } catch (...) {
+    failure = AlarmFailure::counted;
+  }
+  if (!failure && !alarm_touched) object_.store().delete_alarm();  // the deferred delete
+  finish_alarm(failure);
+}
+
+void Incarnation::finish_alarm(std::optional<AlarmFailure> failure) {
+  if (!alarm_info_) return;
+  const int64_t scheduled = alarm_info_->scheduledTime;
+  alarm_info_.reset();
+  end_external_wait();
+  if (alarm_limit_timer_ != kNoTimer) object_.runtime().world().executor().cancel(alarm_limit_timer_);
+  alarm_limit_timer_ = kNoTimer;
+  object_.alarm_outcome(scheduled, failure);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ObjectServices
+
+namespace {
+struct CurrentScope {
+  TaskScope* scope = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <detail::TaskPromise P>
+  bool await_suspend(std::coroutine_handle<P> frame) noexcept {
+    scope = frame.promise().scope;
+    return false;
+  }
+  TaskScope* await_resume() const noexcept { return scope; }
+};
+}  // namespace
+
+Task<void> Incarnation::blockConcurrencyWhile(std::function<Task<void>()> body) { return bcw_section(std::move(body)); }
+
+Task<void> Incarnation::bcw_section(std::function<Task<void>()> body) {
+  TaskScope* scope = co_await CurrentScope{};
+  sections_.push_back(scope);
+  Executor& executor = object_.runtime().world().executor();
+  SimObject* object = &object_;
+  const int64_t number = number_;
+  const TimerId timeout = executor.at(executor.clock().now() + kBlockConcurrencyTimeoutMs, [object, number] {
+    Incarnation* live = object->live();
+    if (!live || live->number() != number) return;
+    live->doom(ResetError{EndCause::bcw_timeout,
+                          "A call to blockConcurrencyWhile() in a Durable Object waited for too long. The call was "
+                          "canceled and the Durable Object was reset.",
+                          true});
+  });
+  struct Close {
+    Incarnation* self;
+    TaskScope* scope;
+    TimerId timeout;
+    ~Close() {
+      self->object_.runtime().world().executor().cancel(timeout);
+      std::erase(self->sections_, scope);
+      if (self->sections_.empty() && self->alive_) {
+        std::deque<std::function<void()>> gated = std::move(self->gated_);
+        self->gated_.clear();
+        Executor& executor = self->object_.runtime().world().executor();
+        for (auto& start : gated) executor.at(executor.clock().now(), std::move(start));
+        self->group_.resume_deferred();
+      }
+    }
+  } close{this, scope, timeout};
+  try {
+    co_await body();
+  } catch (const std::exception& e) {
+    doom(ResetError{EndCause::bcw_throw, "broken.reset; Durable Object was reset"});
+    throw;
+  }
+}
+
+void Incarnation::abort(std::string_view reason) {
+  doom(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"});
+  throw ObjectResetError("Durable Object was reset: " + std::string(reason));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clock, Random, Logger
+
+int64_t Incarnation::now() const { return object_.runtime().world().now(); }
+
+namespace {
+// A sleep of an incarnation: counted so idleness knows a timer is pending.
+class IncarnationSleep {
+ public:
+  IncarnationSleep(Executor& executor, SimTime until, int64_t& sleeping) : inner_(executor, until), sleeping_(sleeping) {}
+  ~IncarnationSleep() {
+    if (parked_) --sleeping_;
+  }
+  bool await_ready() const noexcept { return false; }
+  template <detail::TaskPromise P>
+  void await_suspend(std::coroutine_handle<P> frame) {
+    inner_.await_suspend(frame);
+    parked_ = true;
+    ++sleeping_;
+  }
+  void await_resume() {
+    parked_ = false;
+    --sleeping_;
+  }
+
+ private:
+  SleepAwaiter inner_;
+  int64_t& sleeping_;
+  bool parked_ = false;
+};
+}  // namespace
+
+Task<void> Incarnation::sleepFor(int64_t ms) {
+  if (ms < 0) throw std::invalid_argument("sleepFor requires ms >= 0, got " + std::to_string(ms));
+  co_await IncarnationSleep(object_.runtime().world().executor(), now() + ms, sleeping_);
+}
+
+Task<void> Incarnation::sleepUntil(int64_t t) {
+  co_await IncarnationSleep(object_.runtime().world().executor(), std::max(t, now()), sleeping_);
+}
+
+double Incarnation::random() {
+  const uint64_t bits = object_.runtime().world().random().bits(random_stream_);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+std::string Incarnation::uuid() {
+  RandomSource& random = object_.runtime().world().random();
+  uint64_t hi = random.bits(random_stream_), lo = random.bits(random_stream_);
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  char text[37];
+  std::snprintf(text, sizeof text, "%08llx-%04llx-%04llx-%04llx-%012llx", static_cast<unsigned long long>(hi >> 32),
+                static_cast<unsigned long long>((hi >> 16) & 0xffff), static_cast<unsigned long long>(hi & 0xffff),
+                static_cast<unsigned long long>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return text;
+}
+
+void Incarnation::log(std::string_view level, std::string_view event, const nlohmann::json& fields) {
+  object_.runtime().world().emit("log", {{"object", object_.label()},
+                                         {"incarnation", number_},
+                                         {"level", level},
+                                         {"event", event},
+                                         {"fields", fields}});
+}
+
+}  // namespace durasim::sim

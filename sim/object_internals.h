@@ -1,0 +1,245 @@
+// Internal structure of the simulated runtime (see object_runtime.h): a SimObject is what outlives
+// incarnations (its store, commit bookkeeping, alarm manager); an Incarnation is one live instance
+// with its task group, gates and storage facade. Only sim/ includes this file.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/alarm_retry.h"
+#include "sim/object_runtime.h"
+#include "sim/one_shot.h"
+#include "sim/sqlite_store.h"
+
+namespace durasim::sim {
+
+class Incarnation;
+
+inline constexpr int64_t kHibernateIdleMs = 10'000;            // runtime.md 1
+inline constexpr int64_t kEvictIdleMinMs = 70'000;             // runtime.md 1
+inline constexpr int64_t kEvictIdleMaxMs = 140'000;            // runtime.md 1
+inline constexpr int64_t kGateTimeoutMs = 30'000;              // runtime.md 1
+inline constexpr int64_t kBlockConcurrencyTimeoutMs = 30'000;  // runtime.md 1
+
+// Why an incarnation ended; decides the callers' error message and the alarm failure class.
+enum class EndCause { hibernate, evict, injected, abort, code_update, storage, gate_timeout, bcw_timeout, bcw_throw, alarm_limit };
+
+struct ResetError {
+  EndCause cause;
+  std::string message;  // the runtime.md 6.2 message the callers get
+  bool overloaded = false;
+};
+
+// What an incoming call delivers back to its caller.
+using Reply = OneShot<nlohmann::json>;
+
+// One local commit awaiting confirmation.
+struct PendingCommit {
+  uint64_t number = 0;
+  int64_t confirm_at = 0;
+  std::optional<int64_t> alarm_after;  // the stored alarm once this commit applies
+  std::vector<std::function<void()>> after_commit;
+  TimerId timer = kNoTimer;
+  bool gate_timeout = false;
+};
+
+class SimObject {
+ public:
+  SimObject(ObjectRuntime& runtime, std::string className, std::string name, ObjectFactory factory);
+  ~SimObject();
+
+  const std::string& label() const { return label_; }
+  const std::string& class_name() const { return class_name_; }
+  const std::string& name() const { return name_; }
+  ObjectRuntime& runtime() { return runtime_; }
+  SqliteStore& store() { return store_; }
+  Incarnation* live() { return live_.get(); }
+  const Incarnation* live() const { return live_.get(); }
+  int64_t incarnations() const { return next_incarnation_ - 1; }
+
+  // The live incarnation, constructed now if there is none.
+  Incarnation& ensure_live();
+  // Ends the live incarnation (if any) for `cause`. Never called from inside one of its segments.
+  void end_live(const ResetError& error);
+
+  // Alarm manager (runtime.md 7.2): outside any incarnation, survives resets.
+  void manager_consider_earlier(std::optional<int64_t> stored);   // before a local commit
+  void manager_after_confirm(std::optional<int64_t> alarm_after);  // after a confirmation
+  void alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure);  // the handler finished
+  bool alarm_running() const { return alarm_running_; }
+  void set_alarm_running(bool running) { alarm_running_ = running; }
+  void schedule_code_update();
+
+  uint64_t last_local = 0;      // commit numbers, per object, across incarnations
+  uint64_t last_confirmed = 0;
+  int64_t last_confirm_at = 0;  // c_{k-1}
+
+ private:
+  void arm_manager(std::optional<int64_t> at);
+  void manager_fire();
+  std::optional<int64_t> desired_fire(std::optional<int64_t> stored) const;
+
+  ObjectRuntime& runtime_;
+  std::string class_name_, name_, label_;
+  ObjectFactory factory_;
+  SqliteStore store_;
+  std::unique_ptr<Incarnation> live_;
+  std::vector<std::unique_ptr<Incarnation>> retired_;  // ended; destroyed at the next end or with the object
+  int64_t next_incarnation_ = 1;
+
+  std::optional<int64_t> manager_at_;
+  TimerId manager_timer_ = kNoTimer;
+  bool late_pending_ = false;  // the current fire was already delayed by alarm.late
+  bool alarm_running_ = false;
+  // Retry state of the occurrence that last failed (runtime.md 7.4).
+  std::optional<int64_t> retry_occurrence_;
+  AlarmRetryState retry_;
+  std::optional<int64_t> retry_at_;
+  TimerId code_update_timer_ = kNoTimer;
+  StreamId jitter_stream_, durability_stream_, fault_detail_stream_;
+};
+
+// The storage facade of one incarnation (runtime.md 4): every call checks that the incarnation is
+// alive and unpoisoned, gives the fault injector its opportunities, and writes into the object's
+// store, whose open implicit transaction the incarnation commits at each segment end.
+class IncarnationStorage final : public ObjectStorage, public StorageTxn {
+ public:
+  explicit IncarnationStorage(Incarnation& owner) : owner_(owner) {}
+
+  SqlCursor execValues(std::string_view sql, std::vector<SqlValue> params) override;
+  Task<void> sync() override;
+  std::optional<int64_t> getAlarm() override;
+  void setAlarm(int64_t scheduledTime) override;
+  void deleteAlarm() override;
+  void deleteAll() override;
+  int64_t databaseSize() const override;
+  void beforeCommit(std::function<void(StorageTxn&)> hook) override;
+  void afterCommit(std::function<void()> hook) override;
+
+ protected:
+  void runTransaction(const std::function<void(StorageTxn&)>& body) override;
+
+ private:
+  friend class Incarnation;
+  void check_usable(bool write);
+  [[noreturn]] void critical(SqlCriticalError error);
+
+  Incarnation& owner_;
+  int savepoint_depth_ = 0;
+  std::vector<std::vector<std::function<void(StorageTxn&)>>> before_commit_;  // per savepoint level
+  std::vector<std::vector<std::function<void()>>> after_commit_;              // per savepoint level
+  std::vector<std::function<void()>> open_after_commit_;  // hooks of the open implicit transaction
+};
+
+class Incarnation final : public SegmentHooks, public ObjectServices, public Clock, public Random, public Logger {
+ public:
+  Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory);
+  ~Incarnation() override;
+
+  int64_t number() const { return number_; }
+  SimObject& object() { return object_; }
+  bool alive() const { return alive_; }
+  TaskGroup& group() { return group_; }
+  DurableObject& instance() { return *instance_; }
+  FaultSite site(std::string_view point) const { return FaultSite{object_.label(), number_, point}; }
+  bool constructing() const { return constructing_; }
+
+  // SegmentHooks: the input gate and the implicit transaction per segment.
+  bool admits(const TaskScope& scope) const override;
+  void segment_begin(TaskScope& scope) override;
+  void segment_end(TaskScope& scope) override;
+
+  // ObjectServices.
+  Task<void> blockConcurrencyWhile(std::function<Task<void>()> body) override;
+  ObjectNamespace& objects(std::string_view className) override;
+  ColdBucket& bucket(std::string_view name) override;
+  [[noreturn]] void abort(std::string_view reason) override;
+
+  // Clock, Random, Logger of this incarnation.
+  int64_t now() const override;
+  Task<void> sleepFor(int64_t ms) override;
+  Task<void> sleepUntil(int64_t t) override;
+  double random() override;
+  std::string uuid() override;
+  void log(std::string_view level, std::string_view event, const nlohmann::json& fields) override;
+
+  // Incoming work.
+  void deliver_call(std::string method, nlohmann::json args, std::shared_ptr<Reply> reply);
+  void run_alarm(AlarmInvocationInfo info);
+
+  // Output gate (runtime.md 5.2): `release` runs once every write issued so far is confirmed, in
+  // production order; `drop` runs instead if the gate breaks or the incarnation ends.
+  void hold(std::function<void()> release, std::function<void()> drop);
+  // The commit number that covers every write issued so far.
+  uint64_t watermark() const;
+  Task<void> wait_durable(uint64_t number);
+  // Counts a wait on something outside the object (RPC or cold-store reply): not idle meanwhile.
+  void begin_external_wait() { ++busy_; }
+  void end_external_wait();
+
+  // Runs `body` as a segment of its own from an executor event (runtime-internal writes).
+  void system_segment(const std::function<void()>& body);
+
+  // A fault or error that must end this incarnation: at once if no segment runs, else at its end.
+  void doom(const ResetError& error);
+  // Called by SimObject::end_live: tear down without resuming anything.
+  void end(const ResetError& error);
+
+  bool alarm_touched = false;  // setAlarm/deleteAlarm called since the running handler started
+  std::optional<SqlCriticalError> poison;
+
+ private:
+  friend class IncarnationStorage;
+  void commit_segment();
+  void schedule_confirmation(const LocalCommit& commit);
+  void confirm_due();
+  void fail_commit(StorageCommitError::Outcome outcome);
+  void release_effects();
+  void settle_waiters();
+  void break_gate(const std::exception_ptr& error);
+  void update_idle();
+  void finish_alarm(std::optional<AlarmFailure> failure);
+  Task<void> run_call(std::string method, nlohmann::json args, std::shared_ptr<Reply> reply);
+  Task<void> run_alarm_handler(AlarmInvocationInfo info);
+  Task<void> bcw_section(std::function<Task<void>()> body);
+
+  struct Held {
+    uint64_t required;
+    std::function<void()> release, drop;
+  };
+  struct DurabilityWaiter {
+    uint64_t required;
+    std::shared_ptr<OneShot<Done>> shot;
+  };
+
+  SimObject& object_;
+  int64_t number_;
+  bool alive_ = true;
+  bool constructing_ = true;
+  bool in_segment_ = false;
+  std::optional<ResetError> doomed_;
+  TaskGroup group_;
+  IncarnationStorage storage_;
+  std::unique_ptr<ObjectContext> context_;
+  std::unique_ptr<DurableObject> instance_;
+  std::deque<Held> held_;
+  std::vector<DurabilityWaiter> waiters_;
+  std::map<uint64_t, PendingCommit> pending_;   // local commits awaiting confirmation
+  std::vector<std::shared_ptr<Reply>> incoming_;  // calls in progress, failed on reset
+  std::vector<const TaskScope*> sections_;         // open blockConcurrencyWhile sections
+  std::deque<std::function<void()>> gated_;       // events waiting for the input gate
+  int64_t sleeping_ = 0;                          // frames parked on a timer
+  int64_t busy_ = 0;                              // calls, alarm runs and external waits in progress
+  std::vector<const TaskScope*> rescued_;         // waiters of a failed commit, admitted while doomed
+  std::optional<AlarmInvocationInfo> alarm_info_; // the running alarm handler's invocation
+  TimerId alarm_limit_timer_ = kNoTimer, idle_timer_ = kNoTimer, end_timer_ = kNoTimer;
+  std::map<std::string, std::unique_ptr<ObjectNamespace>, std::less<>> namespaces_;
+  StreamId random_stream_, idle_stream_;
+};
+
+}  // namespace durasim::sim

@@ -1,0 +1,270 @@
+// Objects outside their incarnations (runtime.md 3, 7): lazy construction, ending incarnations,
+// the alarm manager with its retry schedule, per-object timed faults; and the runtime's registry.
+// Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14.
+#include "sim/object_internals.h"
+
+namespace durasim::sim {
+namespace {
+
+constexpr int64_t kMinuteMs = 60'000;
+constexpr int64_t kPartitionMinMs = 1'000, kPartitionMaxMs = 300'000;  // runtime.md 11.2 rpc.partition
+
+SqlEnvironment environment_for(World& world) {
+  RandomSource* random = &world.random();
+  const StreamId stream = random->stream("sqlite.random");
+  return SqlEnvironment{[random, stream] { return random->bits(stream); }, [&world] { return world.now(); }};
+}
+
+}  // namespace
+
+SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string name, ObjectFactory factory)
+    : runtime_(runtime),
+      class_name_(std::move(className)),
+      name_(std::move(name)),
+      label_(class_name_ + "/" + name_),
+      factory_(std::move(factory)),
+      store_(environment_for(runtime.world())) {
+  RandomSource& random = runtime.world().random();
+  jitter_stream_ = random.stream("alarm.jitter");
+  durability_stream_ = random.stream("storage.durability");
+  fault_detail_stream_ = random.stream("alarm.faults");
+  schedule_code_update();
+}
+
+SimObject::~SimObject() {
+  Executor& executor = runtime_.world().executor();
+  for (TimerId timer : {manager_timer_, code_update_timer_})
+    if (timer != kNoTimer) executor.cancel(timer);
+  if (live_) live_->end(ResetError{EndCause::evict, "runtime shut down"});
+}
+
+Incarnation& SimObject::ensure_live() {
+  if (!live_) live_ = std::make_unique<Incarnation>(*this, next_incarnation_++, factory_);
+  return *live_;
+}
+
+void SimObject::end_live(const ResetError& error) {
+  if (!live_) return;
+  retired_.clear();  // earlier retired incarnations are no longer on any stack
+  std::unique_ptr<Incarnation> ending = std::move(live_);
+  ending->end(error);
+  retired_.push_back(std::move(ending));
+}
+
+// object.code_update: a per-object rate in events per simulated minute, drawn as one opportunity
+// per simulated minute of the object's existence.
+void SimObject::schedule_code_update() {
+  Executor& executor = runtime_.world().executor();
+  if (runtime_.faults().healed()) return;
+  code_update_timer_ = executor.at(executor.clock().now() + kMinuteMs, [this] {
+    code_update_timer_ = kNoTimer;
+    if (live_ && runtime_.faults().fires(FaultKind::object_code_update, FaultSite{label_, live_->number(), "minute"}))
+      live_->doom(ResetError{EndCause::code_update, "Durable Object reset because its code was updated."});
+    World& world = runtime_.world();
+    int64_t length = 0;
+    if (runtime_.faults().fires(FaultKind::rpc_partition, FaultSite{label_, live_ ? live_->number() : 0, "minute"}, [&] {
+          length = world.random().between(fault_detail_stream_, kPartitionMinMs, kPartitionMaxMs);
+          return nlohmann::json{{"length", length}};
+        }))
+      runtime_.partition(label_, world.now() + length);
+    schedule_code_update();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The alarm manager
+
+std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
+  if (!stored) return std::nullopt;
+  if (retry_occurrence_ == stored && retry_at_) return *retry_at_;
+  return stored;
+}
+
+void SimObject::arm_manager(std::optional<int64_t> at) {
+  Executor& executor = runtime_.world().executor();
+  if (manager_timer_ != kNoTimer) executor.cancel(manager_timer_);
+  manager_timer_ = kNoTimer;
+  manager_at_ = at;
+  if (!at) return;
+  manager_timer_ = executor.at(*at, [this] {
+    manager_timer_ = kNoTimer;
+    manager_fire();
+  });
+}
+
+void SimObject::manager_consider_earlier(std::optional<int64_t> stored) {
+  const std::optional<int64_t> target = desired_fire(stored);
+  if (!target || (manager_at_ && *manager_at_ <= *target)) return;
+  arm_manager(target);
+  World& world = runtime_.world();
+  const FaultSite site{label_, live_ ? live_->number() : 0, "alarm_set"};
+  int64_t spurious_at = 0;
+  if (runtime_.faults().fires(FaultKind::alarm_spurious, site, [&] {
+        spurious_at = world.random().between(fault_detail_stream_, world.now(), std::max(world.now(), *target));
+        return nlohmann::json{{"at", spurious_at}};
+      })) {
+    world.executor().at(spurious_at, [this] { manager_fire(); });
+  }
+}
+
+void SimObject::manager_after_confirm(std::optional<int64_t> alarm_after) {
+  const std::optional<int64_t> target = desired_fire(alarm_after);
+  if (target != manager_at_) arm_manager(target);
+}
+
+void SimObject::manager_fire() {
+  World& world = runtime_.world();
+  const int64_t now = world.now();
+  const std::optional<int64_t> stored = store_.get_alarm();
+  if (!stored) return;
+  if (*stored > now || (retry_occurrence_ == stored && retry_at_ && *retry_at_ > now)) {
+    if (!manager_at_ || *manager_at_ < now) arm_manager(desired_fire(stored));
+    return;
+  }
+  if (alarm_running_) return;  // the running handler's outcome re-arms
+  const FaultSite site{label_, live_ ? live_->number() : 0, "fire"};
+  int64_t late = 0;
+  if (!late_pending_ && runtime_.faults().fires(FaultKind::alarm_late, site, [&] {
+        late = world.random().between(fault_detail_stream_, 1, kAlarmMaxLateMs);
+        return nlohmann::json{{"delay", late}};
+      })) {
+    late_pending_ = true;
+    arm_manager(now + late);
+    return;
+  }
+  late_pending_ = false;
+  AlarmInvocationInfo info;
+  info.scheduledTime = *stored;
+  info.retryCount = retry_occurrence_ == stored ? retry_.counted : 0;
+  info.isRetry = info.retryCount > 0;
+  if (runtime_.faults().fires(FaultKind::alarm_infra_failure, site)) {
+    world.emit("alarm.infra_failure", {{"object", label_}, {"scheduled", *stored}});
+    alarm_outcome(*stored, AlarmFailure::uncounted);
+    return;
+  }
+  ensure_live().run_alarm(info);
+}
+
+void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure) {
+  alarm_running_ = false;
+  World& world = runtime_.world();
+  const std::optional<int64_t> stored = store_.get_alarm();
+  if (!failure) {
+    retry_occurrence_.reset();
+    retry_at_.reset();
+    world.emit("alarm.success", {{"object", label_}, {"scheduled", scheduled}});
+    if (runtime_.faults().fires(FaultKind::alarm_duplicate, FaultSite{label_, live_ ? live_->number() : 0, "success"})) {
+      world.executor().at(world.now(), [this, scheduled] {
+        if (alarm_running_) return;
+        AlarmInvocationInfo info{0, false, scheduled};
+        ensure_live().run_alarm(info);
+      });
+    }
+    arm_manager(desired_fire(stored));
+    return;
+  }
+  if (stored != scheduled) {
+    // The handler set or deleted the alarm: the new state takes precedence over the retry.
+    retry_occurrence_.reset();
+    retry_at_.reset();
+    world.emit("alarm.failure", {{"object", label_}, {"scheduled", scheduled}, {"superseded", true}});
+    arm_manager(desired_fire(stored));
+    return;
+  }
+  if (retry_occurrence_ != scheduled) {
+    retry_occurrence_ = scheduled;
+    retry_ = AlarmRetryState{};
+  }
+  const RetryDecision decision = on_alarm_failure(retry_, *failure);
+  if (decision.abandoned) {
+    world.emit("alarm.failure", {{"object", label_},
+                                 {"scheduled", scheduled},
+                                 {"counted", true},
+                                 {"retryCount", retry_.counted},
+                                 {"abandoned", true}});
+    retry_occurrence_.reset();
+    retry_at_.reset();
+    arm_manager(std::nullopt);
+    // Delete the stored alarm only if it still holds this occurrence (a newer setAlarm survives).
+    world.executor().at(world.now(), [this, scheduled] {
+      ensure_live().system_segment([this, scheduled] {
+        if (store_.get_alarm() == scheduled) store_.delete_alarm();
+      });
+    });
+    return;
+  }
+  const int64_t jitter = world.random().between(jitter_stream_, 0, decision.max_jitter);
+  retry_at_ = world.now() + decision.delay + jitter;
+  world.emit("alarm.failure", {{"object", label_},
+                               {"scheduled", scheduled},
+                               {"counted", *failure == AlarmFailure::counted},
+                               {"retryCount", retry_.counted},
+                               {"delay", decision.delay},
+                               {"jitter", jitter},
+                               {"next", *retry_at_}});
+  arm_manager(retry_at_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime
+
+ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions options)
+    : world_(world),
+      faults_(faults),
+      options_(std::move(options)),
+      cold_([this](int64_t max) { return world_.random().between(lag_stream_, 0, max); }),
+      lag_stream_(world.random().stream("cold.lifecycle_lag")) {
+  for (const auto& [bucket, rules] : options_.bucket_rules) cold_.set_rules(bucket, rules);
+}
+
+ObjectRuntime::~ObjectRuntime() { objects_.clear(); }
+
+void ObjectRuntime::define_class(const std::string& className, ObjectFactory factory) {
+  classes_[className] = std::move(factory);
+}
+
+SimObject& ObjectRuntime::object(const std::string& className, const std::string& name) {
+  auto key = std::make_pair(className, name);
+  auto it = objects_.find(key);
+  if (it != objects_.end()) return *it->second;
+  auto cls = classes_.find(className);
+  if (cls == classes_.end()) throw std::invalid_argument("no object class named '" + className + "'");
+  auto object = std::make_unique<SimObject>(*this, className, name, cls->second);
+  SimObject& ref = *object;
+  objects_.emplace(std::move(key), std::move(object));
+  return ref;
+}
+
+SqlCursor ObjectRuntime::inspect(const std::string& className, const std::string& name, std::string_view sql) {
+  return object(className, name).store().exec(sql, {});
+}
+
+void ObjectRuntime::heal() {
+  for (auto& [key, object] : objects_) object->store().set_max_bytes(kStorageMaxBytes);
+}
+
+std::vector<ObjectStatus> ObjectRuntime::status() const {
+  std::vector<ObjectStatus> all;
+  for (const auto& [key, object] : objects_) {
+    ObjectStatus s;
+    s.label = object->label();
+    s.incarnations = object->incarnations();
+    s.live = object->live() != nullptr;
+    s.stored_alarm = object->store().get_alarm();
+    s.unconfirmed_commits = object->store().unconfirmed().size();
+    all.push_back(std::move(s));
+  }
+  return all;
+}
+
+std::vector<std::string> ObjectRuntime::pending() const {
+  std::vector<std::string> items;
+  for (const ObjectStatus& s : status()) {
+    if (s.unconfirmed_commits) items.push_back(s.label + ": " + std::to_string(s.unconfirmed_commits) + " unconfirmed commits");
+    if (s.stored_alarm && *s.stored_alarm <= world_.now())
+      items.push_back(s.label + ": alarm due at " + std::to_string(*s.stored_alarm) + " has not fired");
+  }
+  return items;
+}
+
+}  // namespace durasim::sim

@@ -1,0 +1,132 @@
+// One simulated object's SQLite storage, as a mechanism (runtime.md 4, 7.1): user SQL with the
+// platform's authorizer and limits, the implicit transaction, savepoints, the stored alarm, local
+// commits and their confirmation, and the durability decision. The durable state is always a prefix
+// of the local commits in commit order (RT-07), a confirmed commit is never lost (RT-05), rolled-back
+// writes never appear (RT-06). Time, executor and faults belong to the object host that drives it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/runtime.h"
+#include "sim/sqlite_vfs.h"
+
+struct sqlite3;
+
+namespace durasim::sim {
+
+inline constexpr int64_t kStorageMaxBytes = 10'000'000'000;  // runtime.md 1: per-object storage
+
+struct LocalCommit {
+  uint64_t number = 0;        // 1, 2, ... per store, across incarnations
+  uint64_t changes_hash = 0;  // FNV-1a 64 of the commit's page delta
+  bool schema_changed = false;
+  int64_t bytes = 0;          // bytes of database pages the commit wrote
+};
+
+// The live connection is the current incarnation's view (open implicit transaction included); the
+// durable image holds the confirmed commits only. Each unconfirmed commit keeps the page delta it
+// wrote, so confirming or keeping it replays exactly those bytes on the durable image. Not thread
+// safe; SQL on it reads the clock and randomness of its SqlEnvironment.
+class SqliteStore {
+ public:
+  // In memory; with `file_path`, the file's content (if any) is the initial durable state and the
+  // file mirrors every local commit and durability decision.
+  explicit SqliteStore(SqlEnvironment env, std::optional<std::string> file_path = std::nullopt);
+  ~SqliteStore();
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  // ---- The live connection
+  // One user statement, `?` parameters bound in order, all rows materialised. A write opens the
+  // implicit transaction. Throws SqlError (the statement had no effect, the transaction continues)
+  // or SqlCriticalError (the whole implicit transaction was rolled back).
+  SqlCursor exec(std::string_view sql, const std::vector<SqlValue>& params = {});
+  bool in_transaction() const { return in_transaction_; }
+  // Savepoints nest inside the implicit transaction (transactionSync); begin opens it if needed.
+  // Once the whole transaction was rolled back (critical error, rollback_open) its savepoints are
+  // gone, and releasing or rolling back with none open does nothing.
+  void savepoint_begin();
+  void savepoint_release();
+  void savepoint_rollback();
+  // Commits the implicit transaction locally. nullopt if none is open or it wrote nothing (no
+  // number is used). REQUIRES: no savepoint open. Throws SqlError, the transaction rolled back, if
+  // SQLite refuses the commit (a deferred foreign key violation).
+  std::optional<LocalCommit> commit_local();
+  // Discards the open implicit transaction, if any.
+  void rollback_open();
+
+  // ---- The object's single alarm, a row of an internal table: it joins the implicit transaction,
+  // rolls back with savepoints and is durable with commits.
+  std::optional<int64_t> get_alarm();
+  void set_alarm(int64_t time);
+  void delete_alarm();
+
+  // Drops every user table, view and row, and the alarm, inside the implicit transaction.
+  // Throws TypeError inside a savepoint (runtime.md 4.3).
+  void delete_all();
+  int64_t database_size() const;
+  // Growth past `cap` bytes is SqlCriticalError(full); the cap never drops below the current size.
+  void set_max_bytes(int64_t cap);
+
+  // ---- Durability
+  // REQUIRES: `number` is the first unconfirmed commit (commits confirm in order).
+  void confirm(uint64_t number);
+  std::vector<uint64_t> unconfirmed() const;
+  // The incarnation ended: the first `keep` unconfirmed commits become durable, the others and the
+  // open transaction vanish, and the live connection reopens on exactly the durable state.
+  // REQUIRES: keep <= unconfirmed().size().
+  void decide(std::size_t keep);
+
+  // FNV-1a 64 of a canonical dump: schema, every table by name with its rows sorted, values typed,
+  // and the alarm. durable_digest covers the confirmed commits only.
+  uint64_t live_digest();
+  uint64_t durable_digest();
+
+ private:
+  enum class Access { user, internal };
+  struct PendingCommit {
+    uint64_t number = 0;
+    PageDelta delta;
+  };
+  struct ConnectionCloser {
+    void operator()(sqlite3* db) const;
+  };
+  using Connection = std::unique_ptr<sqlite3, ConnectionCloser>;
+
+  void open_live();
+  void configure_live();
+  SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
+  SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});
+  void reject_more_statements(std::string_view rest);
+  [[noreturn]] void fail(int rc);
+  void ensure_transaction();
+  void rollback_everything();
+  void restart_lost_transaction();
+  void apply_max_bytes();
+  void mirror_image() const;
+  void mirror_delta(const PageDelta& delta) const;
+  static int authorize(void* self, int action, const char* arg1, const char* arg2, const char* db, const char* trigger);
+  int authorize_user(int action, const char* arg1, const char* arg2);
+
+  SqlEnvironment env_;
+  std::optional<std::string> file_path_;
+  TrackedImage live_image_;    // the live connection's database file
+  std::string durable_image_;  // the database file after the last confirmed commit
+  Connection live_;
+  bool in_transaction_ = false;
+  uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
+  std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction
+  std::deque<PendingCommit> unconfirmed_;
+  uint64_t last_number_ = 0;
+  int64_t max_bytes_ = kStorageMaxBytes;
+  bool user_statement_ = false;         // the authorizer applies
+  bool statement_needs_transaction_ = false;  // the authorizer saw PRAGMA defer_foreign_keys = ...
+};
+
+}  // namespace durasim::sim
