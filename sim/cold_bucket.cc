@@ -99,7 +99,7 @@ class SimColdBucket final : public ColdBucket {
     Incarnation* incarnation = caller_ ? caller_->live() : nullptr;
     if (incarnation) {
       incarnation->begin_external_wait();
-      incarnation->hold(std::move(go), [] {});
+      incarnation->hold("cold", std::move(go), [] {});
     } else {
       go();
     }

@@ -224,17 +224,30 @@ void Incarnation::fail_commit(StorageCommitError::Outcome outcome) {
   doom(ResetError{EndCause::storage, reset_message_for_storage(error.what())});
 }
 
-void Incarnation::hold(std::function<void()> release, std::function<void()> drop) {
+void Incarnation::hold(std::string_view kind, std::function<void()> release, std::function<void()> drop) {
+  const uint64_t produced = ++effects_produced_;
   if (doomed_ || !alive_) {
+    emit_effect("effect.dropped", kind, produced, watermark());
     drop();
     return;
   }
   const uint64_t required = watermark();
   if (held_.empty() && required <= object_.last_confirmed) {
+    emit_effect("effect", kind, produced, required);
     release();
     return;
   }
-  held_.push_back(Held{required, std::move(release), std::move(drop)});
+  held_.push_back(Held{std::string(kind), produced, required, std::move(release), std::move(drop)});
+}
+
+// RT-10 evidence: each effect says which commit it waited for, and its production order.
+void Incarnation::emit_effect(const char* event, std::string_view kind, uint64_t produced, uint64_t required) {
+  object_.runtime().world().emit(event, {{"object", object_.label()},
+                                         {"incarnation", number_},
+                                         {"kind", kind},
+                                         {"produced", produced},
+                                         {"required", required},
+                                         {"confirmed", object_.last_confirmed}});
 }
 
 void Incarnation::release_effects() {
@@ -242,6 +255,7 @@ void Incarnation::release_effects() {
   while (!held_.empty() && std::min(held_.front().required, ceiling) <= object_.last_confirmed) {
     Held effect = std::move(held_.front());
     held_.pop_front();
+    emit_effect("effect", effect.kind, effect.produced, effect.required);
     effect.release();
   }
 }
@@ -249,7 +263,10 @@ void Incarnation::release_effects() {
 void Incarnation::break_gate(const std::exception_ptr&) {
   std::deque<Held> dropped = std::move(held_);
   held_.clear();
-  for (Held& effect : dropped) effect.drop();
+  for (Held& effect : dropped) {
+    emit_effect("effect.dropped", effect.kind, effect.produced, effect.required);
+    effect.drop();
+  }
 }
 
 Task<void> Incarnation::wait_durable(uint64_t number) {
@@ -318,6 +335,7 @@ void Incarnation::end(const ResetError& error) {
     store.decide(0);
   }
   pending_.clear();
+  object_.last_local = object_.last_confirmed;  // vanished commits are no one's watermark any more
   break_gate(nullptr);
   const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
   RpcError::Flags flags;
@@ -394,6 +412,7 @@ Task<void> Incarnation::run_call(std::string method, nlohmann::json args, std::s
     error = std::make_exception_ptr(RpcError(RpcError::Kind::remote, flags, e.what()));
   }
   hold(
+      "reply",
       [this, reply, result, error] {
         std::erase(incoming_, reply);
         end_external_wait();

@@ -148,6 +148,9 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   DurableObject& instance() { return *instance_; }
   FaultSite site(std::string_view point) const { return FaultSite{object_.label(), number_, point}; }
   bool constructing() const { return constructing_; }
+  std::size_t held_effects() const { return held_.size(); }
+  std::size_t calls_in_progress() const { return incoming_.size(); }
+  int64_t busy() const { return busy_; }
 
   // SegmentHooks: the input gate and the implicit transaction per segment.
   bool admits(const TaskScope& scope) const override;
@@ -174,7 +177,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
 
   // Output gate (runtime.md 5.2): `release` runs once every write issued so far is confirmed, in
   // production order; `drop` runs instead if the gate breaks or the incarnation ends.
-  void hold(std::function<void()> release, std::function<void()> drop);
+  void hold(std::string_view kind, std::function<void()> release, std::function<void()> drop);
   // The commit number that covers every write issued so far.
   uint64_t watermark() const;
   Task<void> wait_durable(uint64_t number);
@@ -208,7 +211,11 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   Task<void> run_alarm_handler(AlarmInvocationInfo info);
   Task<void> bcw_section(std::function<Task<void>()> body);
 
+  void emit_effect(const char* event, std::string_view kind, uint64_t produced, uint64_t required);
+
   struct Held {
+    std::string kind;  // "reply", "call" or "cold"
+    uint64_t produced;
     uint64_t required;
     std::function<void()> release, drop;
   };
@@ -237,6 +244,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   int64_t busy_ = 0;                              // calls, alarm runs and external waits in progress
   std::vector<const TaskScope*> rescued_;         // waiters of a failed commit, admitted while doomed
   std::optional<AlarmInvocationInfo> alarm_info_; // the running alarm handler's invocation
+  uint64_t effects_produced_ = 0;
   TimerId alarm_limit_timer_ = kNoTimer, idle_timer_ = kNoTimer, end_timer_ = kNoTimer;
   std::map<std::string, std::unique_ptr<ObjectNamespace>, std::less<>> namespaces_;
   StreamId random_stream_, idle_stream_;

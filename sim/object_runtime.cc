@@ -7,6 +7,8 @@ namespace durasim::sim {
 namespace {
 
 constexpr int64_t kMinuteMs = 60'000;
+constexpr int64_t kShortestSafetyMs = 60'000;                // runtime.md 11.4: safety lasts at least 60 s
+constexpr int64_t kStorageFullMarginMaxBytes = 1'000'000;     // runtime.md 11.2 storage.full
 constexpr int64_t kPartitionMinMs = 1'000, kPartitionMaxMs = 300'000;  // runtime.md 11.2 rpc.partition
 
 SqlEnvironment environment_for(World& world) {
@@ -212,9 +214,37 @@ ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions
     : world_(world),
       faults_(faults),
       options_(std::move(options)),
-      cold_([this](int64_t max) { return world_.random().between(lag_stream_, 0, max); }),
+      cold_([this](int64_t max) { return draw_lifecycle_lag(max); }),
       lag_stream_(world.random().stream("cold.lifecycle_lag")) {
   for (const auto& [bucket, rules] : options_.bucket_rules) cold_.set_rules(bucket, rules);
+  arm_storage_full();
+}
+
+// cold.lifecycle_lag (always on): each object written under an expiry rule draws its removal lag.
+int64_t ObjectRuntime::draw_lifecycle_lag(int64_t max) {
+  int64_t lag = 0;
+  faults_.fires(FaultKind::cold_lifecycle_lag, FaultSite{"", 0, "put"}, [&] {
+    lag = world_.random().between(lag_stream_, 0, max);
+    return nlohmann::json{{"lag", lag}};
+  });
+  return lag;
+}
+
+// storage.full (one opportunity per run): at a time within the shortest safety phase, every object's
+// storage cap drops to its current size plus a drawn margin; heal() lifts it (runtime.md 11.2).
+void ObjectRuntime::arm_storage_full() {
+  int64_t at = 0, margin = 0;
+  const StreamId stream = world_.random().stream("storage.full");
+  if (!faults_.fires(FaultKind::storage_full, FaultSite{"", 0, "run"}, [&] {
+        at = world_.random().between(stream, world_.now(), world_.now() + kShortestSafetyMs);
+        margin = world_.random().between(stream, 0, kStorageFullMarginMaxBytes);
+        return nlohmann::json{{"at", at}, {"margin", margin}};
+      }))
+    return;
+  world_.executor().at(at, [this, margin] {
+    if (faults_.healed()) return;
+    for (auto& [key, object] : objects_) object->store().set_max_bytes(object->store().database_size() + margin);
+  });
 }
 
 ObjectRuntime::~ObjectRuntime() { objects_.clear(); }
@@ -250,6 +280,10 @@ std::vector<ObjectStatus> ObjectRuntime::status() const {
     s.label = object->label();
     s.incarnations = object->incarnations();
     s.live = object->live() != nullptr;
+    if (const Incarnation* live = object->live()) {
+      s.held_effects = live->held_effects();
+      s.calls_in_progress = live->calls_in_progress();
+    }
     s.stored_alarm = object->store().get_alarm();
     s.unconfirmed_commits = object->store().unconfirmed().size();
     all.push_back(std::move(s));
@@ -261,6 +295,8 @@ std::vector<std::string> ObjectRuntime::pending() const {
   std::vector<std::string> items;
   for (const ObjectStatus& s : status()) {
     if (s.unconfirmed_commits) items.push_back(s.label + ": " + std::to_string(s.unconfirmed_commits) + " unconfirmed commits");
+    if (s.held_effects) items.push_back(s.label + ": " + std::to_string(s.held_effects) + " outbound effects held by the output gate");
+    if (s.calls_in_progress) items.push_back(s.label + ": " + std::to_string(s.calls_in_progress) + " calls in progress");
     if (s.stored_alarm && *s.stored_alarm <= world_.now())
       items.push_back(s.label + ": alarm due at " + std::to_string(*s.stored_alarm) + " has not fired");
   }

@@ -77,6 +77,9 @@ class ObjectRuntime {
   void partition(const std::string& label, int64_t until) { partitioned_until_[label] = until; }
 
  private:
+  int64_t draw_lifecycle_lag(int64_t max);
+  void arm_storage_full();
+
   World& world_;
   FaultInjector& faults_;
   RuntimeOptions options_;

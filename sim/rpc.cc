@@ -48,7 +48,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     Incarnation* caller = live_caller();
     if (caller) {
       caller->begin_external_wait();
-      caller->hold(std::move(send), [] {});
+      caller->hold("call", std::move(send), [] {});
     } else {
       send();
     }

@@ -1,7 +1,6 @@
-// SqliteStore (see sqlite_store.h): runtime.md 4.1-4.5 and 7.1 on SQLite. Keeps RT-05 (confirm
-// replays exactly the bytes the commit wrote on the durable image), RT-06 (rolled-back writes are
-// undone by SQLite before a delta is taken) and RT-07 (deltas reach the durable image in commit
-// order, and decide keeps a prefix).
+// SqliteStore (see sqlite_store.h) on SQLite: runtime.md 4.1-4.5 and 7.1. RT-05/RT-07: confirm and
+// decide replay exactly the bytes each commit wrote, in commit order; RT-06: SQLite undoes rolled-back
+// writes in the image before a delta is taken.
 #include "sim/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -23,12 +22,12 @@ namespace durasim::sim {
 namespace {
 
 // Limits set with sqlite3_limit (runtime.md 1).
-constexpr int kRowMaxBytes = 2'000'000;      // kRowMaxBytes: string, BLOB or row
-constexpr int kSqlMaxBytes = 100'000;        // kSqlMaxBytes: statement text
-constexpr int kSqlMaxParams = 100;           // kSqlMaxParams
-constexpr int kSqlMaxColumns = 100;          // kSqlMaxColumns
-constexpr int kSqlMaxFunctionArgs = 32;      // kSqlMaxFunctionArgs
-constexpr int kLikePatternMaxBytes = 50;     // kLikePatternMaxBytes
+constexpr int kRowMaxBytes = 2'000'000;   // string, BLOB or row
+constexpr int kSqlMaxBytes = 100'000;     // statement text
+constexpr int kSqlMaxParams = 100;        // bound parameters per statement
+constexpr int kSqlMaxColumns = 100;       // columns per table
+constexpr int kSqlMaxFunctionArgs = 32;   // arguments per SQL function
+constexpr int kLikePatternMaxBytes = 50;  // LIKE / GLOB pattern
 
 // Tables with this prefix are the runtime's; user SQL may not touch them (runtime.md 4.1).
 constexpr char kInternalPrefix[] = "_cf_";
@@ -353,8 +352,7 @@ void SqliteStore::configure_live() {
   sqlite3_create_function_v2(db, "randomblob", 1, SQLITE_UTF8 | SQLITE_INNOCUOUS, &env_, sql_randomblob, nullptr, nullptr,
                              nullptr);
   sqlite3_set_authorizer(db, &SqliteStore::authorize, this);
-  internal("PRAGMA journal_mode = MEMORY");  // journals never touch the VFS: the image is the whole state
-  internal("PRAGMA temp_store = MEMORY");
+  internal("PRAGMA temp_store = MEMORY");    // statement journals and temp tables stay off the disk
   internal("PRAGMA foreign_keys = ON");       // always enforced (runtime.md 4.1)
   apply_max_bytes();
 }

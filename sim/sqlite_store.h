@@ -1,8 +1,6 @@
-// One simulated object's SQLite storage, as a mechanism (runtime.md 4, 7.1): user SQL with the
+// One simulated object's SQLite storage as a mechanism (runtime.md 4, 7.1): user SQL under the
 // platform's authorizer and limits, the implicit transaction, savepoints, the stored alarm, local
-// commits and their confirmation, and the durability decision. The durable state is always a prefix
-// of the local commits in commit order (RT-07), a confirmed commit is never lost (RT-05), rolled-back
-// writes never appear (RT-06). Time, executor and faults belong to the object host that drives it.
+// commits, confirmation and the durability decision. Keeps RT-05, RT-06 and RT-07.
 #pragma once
 
 #include <cstdint>
@@ -30,9 +28,11 @@ struct LocalCommit {
 };
 
 // The live connection is the current incarnation's view (open implicit transaction included); the
-// durable image holds the confirmed commits only. Each unconfirmed commit keeps the page delta it
-// wrote, so confirming or keeping it replays exactly those bytes on the durable image. Not thread
-// safe; SQL on it reads the clock and randomness of its SqlEnvironment.
+// durable image holds the confirmed commits only, so it is always a prefix of the local commits
+// (RT-07) holding every confirmed one (RT-05). Each unconfirmed commit keeps the page delta it wrote;
+// confirming or keeping it replays exactly those bytes on the durable image, and rolled-back writes
+// never reach a delta (RT-06). Time, executor and faults belong to the object host that drives it.
+// One thread at a time; SQL reads the clock and randomness of the store's SqlEnvironment.
 class SqliteStore {
  public:
   // In memory; with `file_path`, the file's content (if any) is the initial durable state and the

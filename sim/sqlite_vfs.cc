@@ -105,7 +105,8 @@ bool is_image_name(const char* name) {
 
 int vfs_open(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {
   if (!is_image_name(name)) return g_base->xOpen(g_base, name, file, flags, out_flags);
-  // Journals of an image stay in memory (journal_mode=MEMORY): only the main database is a file.
+  // Journals of an image stay in memory (open_image sets journal_mode=MEMORY): only the main
+  // database is a file.
   if ((flags & SQLITE_OPEN_MAIN_DB) == 0 || t_opening == nullptr) {
     file->pMethods = nullptr;
     return SQLITE_CANTOPEN;
@@ -274,9 +275,11 @@ sqlite3* open_image(TrackedImage& image) {
   t_opening = &image;
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-  const int rc = sqlite3_open_v2(kImageName, &db, flags, vfs->zName);
+  int rc = sqlite3_open_v2(kImageName, &db, flags, vfs->zName);
   const bool attached = t_opening == nullptr;  // SQLite opens the main database file eagerly
   t_opening = nullptr;
+  // The image is the whole database: journals stay in memory and never reach the VFS.
+  if (rc == SQLITE_OK && attached) rc = sqlite3_exec(db, "PRAGMA journal_mode = MEMORY", nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK || !attached) {
     const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);

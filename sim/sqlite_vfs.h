@@ -65,8 +65,8 @@ class TrackedImage {
 };
 
 // Opens a connection whose main database is `image`, through the "durasim" VFS (registered once
-// per process, never as the default). The image must outlive the connection. Throws
-// std::runtime_error if SQLite cannot open it.
+// per process, never as the default), with journal_mode=MEMORY. The image must outlive the
+// connection. Throws std::runtime_error if SQLite cannot open it.
 sqlite3* open_image(TrackedImage& image);
 
 // While alive, SQL run on this thread through the durasim VFS reads `env.now_ms()` as the current

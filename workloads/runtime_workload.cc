@@ -21,6 +21,7 @@ constexpr int64_t kRelayAttempts = 3;
 constexpr int64_t kHangMinMs = 60'000, kHangMaxMs = 1'800'000;  // runtime.md 11.2 workload.handler_hang
 constexpr const char* kClass = "Counter";
 constexpr const char* kBucket = "archive";
+constexpr int64_t kArchiveExpiryDays = 1;  // longer than any run: archives stay, their lifecycle lag is drawn
 
 int64_t read_positive(const nlohmann::json& options, const char* key, int64_t fallback) {
   if (!options.contains(key)) return fallback;
@@ -138,7 +139,9 @@ class RuntimeWorkload final : public Workload {
     world_ = &world;
     faults_ = &faults;
     stream_ = world.random().stream("workload.runtime");
-    runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults);
+    sim::RuntimeOptions options;
+    options.bucket_rules[kBucket] = {sim::LifecycleRule{"", kArchiveExpiryDays}};
+    runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults, options);
     sim::FaultInjector* injector = &faults;
     runtime_->define_class(kClass, [injector](ObjectContext& ctx) { return std::make_unique<Counter>(ctx, *injector); });
   }
