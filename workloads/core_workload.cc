@@ -5,6 +5,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "workloads/options.h"
+
 namespace durasim::workloads {
 namespace {
 
@@ -28,8 +30,8 @@ struct Counters {
 class CoreWorkload final : public Workload {
  public:
   explicit CoreWorkload(const nlohmann::json& options) {
-    workers_ = read_positive(options, "workers", kDefaultWorkers);
-    ops_per_worker_ = read_positive(options, "ops", kDefaultOpsPerWorker);
+    workers_ = positive_option(options, "core", "workers", kDefaultWorkers);
+    ops_per_worker_ = positive_option(options, "core", "ops", kDefaultOpsPerWorker);
   }
 
   void setup(sim::World& world, faults::FaultPlan&) override {
@@ -81,14 +83,6 @@ class CoreWorkload final : public Workload {
   }
 
  private:
-  static int64_t read_positive(const nlohmann::json& options, const char* key, int64_t fallback) {
-    if (!options.contains(key)) return fallback;
-    const nlohmann::json& v = options.at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-      throw std::invalid_argument(std::string("core workload option '") + key + "' must be a positive integer");
-    return v.get<int64_t>();
-  }
-
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   // One timed sleep, checked against RT-25: never resumed before now + ms.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sim/object_runtime.h"
+#include "workloads/options.h"
 
 namespace durasim::workloads {
 namespace {
@@ -22,14 +23,6 @@ constexpr int64_t kHangMinMs = 60'000, kHangMaxMs = 1'800'000;  // runtime.md 11
 constexpr const char* kClass = "Counter";
 constexpr const char* kBucket = "archive";
 constexpr int64_t kArchiveExpiryDays = 1;  // longer than any run: archives stay, their lifecycle lag is drawn
-
-int64_t read_positive(const nlohmann::json& options, const char* key, int64_t fallback) {
-  if (!options.contains(key)) return fallback;
-  const nlohmann::json& v = options.at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-    throw std::invalid_argument(std::string("runtime workload option '") + key + "' must be a positive integer");
-  return v.get<int64_t>();
-}
 
 // The application object. Every mutation is keyed by an operation id, applied at most once.
 class Counter final : public DurableObject {
@@ -131,9 +124,9 @@ struct Ledger {
 class RuntimeWorkload final : public Workload {
  public:
   explicit RuntimeWorkload(const nlohmann::json& options)
-      : objects_(read_positive(options, "objects", kDefaultObjects)),
-        clients_(read_positive(options, "clients", kDefaultClients)),
-        ops_(read_positive(options, "ops", kDefaultOpsPerClient)) {}
+      : objects_(positive_option(options, "runtime", "objects", kDefaultObjects)),
+        clients_(positive_option(options, "runtime", "clients", kDefaultClients)),
+        ops_(positive_option(options, "runtime", "ops", kDefaultOpsPerClient)) {}
 
   void setup(sim::World& world, faults::FaultPlan& faults) override {
     world_ = &world;
