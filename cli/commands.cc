@@ -94,6 +94,21 @@ void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t
   for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
 }
 
+// RT-01: a second run of the seed hashes the same; RT-23: a replay from the recorded choices alone
+// (seed withheld) reproduces every event and the hash.
+void check_determinism(const workloads::RunConfig& config, const traces::TraceFile& trace, SeedOutcome& outcome) {
+  const SeedOutcome again = run_seed(config, outcome.seed);
+  outcome.tallies.check("RT-01", again.hash == outcome.hash, [&] {
+    return "seed " + std::to_string(outcome.seed) + " hashed " + traces::hash_hex(outcome.hash) + " then " +
+           traces::hash_hex(again.hash);
+  });
+  const ReplayOutcome replayed = replay(trace);
+  outcome.tallies.check("RT-23", replayed.matched, [&] {
+    return "seed " + std::to_string(outcome.seed) + " replay: " +
+           (replayed.divergence ? replayed.divergence->describe() : replayed.choice_divergence.value_or("final hash differs"));
+  });
+}
+
 }  // namespace
 
 std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text) {
@@ -125,14 +140,9 @@ int run_command(const RunOptions& options, std::ostream& out, std::ostream& err)
   const auto wall_start = std::chrono::steady_clock::now();
   for (uint64_t seed = range.first;; ++seed) {
     traces::TraceFile trace;
-    SeedOutcome outcome = run_seed(config, seed, options.save_trace ? &trace : nullptr);
-    if (options.check_determinism) {
-      const SeedOutcome again = run_seed(config, seed);
-      outcome.tallies.check("RT-01", again.hash == outcome.hash, [&] {
-        return "seed " + std::to_string(seed) + " hashed " + traces::hash_hex(outcome.hash) + " then " +
-               traces::hash_hex(again.hash);
-      });
-    }
+    const bool keep_trace = options.save_trace || options.check_determinism;
+    SeedOutcome outcome = run_seed(config, seed, keep_trace ? &trace : nullptr);
+    if (options.check_determinism) check_determinism(config, trace, outcome);
     ++campaign.seeds;
     campaign.executor_events += outcome.executor_events;
     campaign.trace_events += outcome.trace_events;
