@@ -1,0 +1,270 @@
+// The durasim binary as a process (DURASIM_BINARY): exit codes 0 / 1 / 2 and their messages for
+// `run` (a passing campaign, bad seed ranges, unknown workloads, invalid options) and `replay` (a
+// saved trace, malformed / truncated / wrong-version files with a one-line error, a diverging trace).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "durasim_cli_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `durasim <args>` with stdout and stderr captured in files.
+  Result durasim(const std::string& args) {
+    const std::string out = file("stdout.txt"), err = file("stderr.txt");
+    const std::string command = std::string("'") + DURASIM_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    const int status = std::system(command.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  // Saves the trace of one seed and returns its path.
+  std::string saved_trace(uint64_t seed) {
+    const std::string path = file("seed" + std::to_string(seed) + ".trace");
+    const Result r = durasim("run --seed " + std::to_string(seed) + " --save-trace '" + path + "'");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_TRUE(fs::exists(path));
+    return path;
+  }
+
+  // A replay that must be refused as bad input, with one line on stderr.
+  void expect_bad_trace(const std::string& path, const std::string& reason) {
+    const Result r = durasim("replay '" + path + "'");
+    EXPECT_EQ(r.code, 2) << reason << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    ASSERT_FALSE(r.err.empty()) << reason;
+    EXPECT_EQ(r.err.back(), '\n') << reason;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << reason << ": not one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("durasim replay: ", 0), 0u) << reason << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, path)) << reason << ": the error should name the file: " << r.err;
+    EXPECT_FALSE(contains(r.out, "replay ok")) << reason;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, RunOfFiveSeedsPasses) {
+  const Result r = durasim("run --seeds 0..4");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "passed 5/5")) << r.out;
+  EXPECT_TRUE(contains(r.out, "seeds 0..4")) << r.out;
+  EXPECT_TRUE(contains(r.out, "CORE-01")) << r.out;
+  EXPECT_FALSE(contains(r.out, "NEVER CHECKED")) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(CliTest, VerboseRunIsDeterministic) {
+  const Result a = durasim("run --seeds 10..12 --verbose");
+  const std::string first = a.out;
+  const Result b = durasim("run --seeds 10..12 --verbose");
+  ASSERT_EQ(a.code, 0);
+  ASSERT_EQ(b.code, 0);
+  const auto hashes = [](const std::string& out) {
+    std::vector<std::string> lines;
+    for (const std::string& line : split_lines(out))
+      if (line.rfind("seed ", 0) == 0) lines.push_back(line);
+    return lines;
+  };
+  EXPECT_EQ(hashes(first).size(), 3u) << first;
+  EXPECT_EQ(hashes(first), hashes(b.out));
+}
+
+TEST_F(CliTest, CheckDeterminismPasses) {
+  const Result r = durasim("run --seeds 0..2 --check-determinism");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "RT-01")) << r.out;
+  EXPECT_TRUE(contains(r.out, "passed 3/3")) << r.out;
+}
+
+TEST_F(CliTest, EmptySeedRangeIsBadInput) {
+  const Result r = durasim("run --seeds 5..1");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "5..1")) << r.err;
+  EXPECT_FALSE(contains(r.out, "passed")) << r.out;
+}
+
+TEST_F(CliTest, MalformedSeedRangeIsBadInput) {
+  EXPECT_EQ(durasim("run --seeds 3").code, 2);
+  EXPECT_EQ(durasim("run --seeds a..b").code, 2);
+  EXPECT_EQ(durasim("run --seed 1 --seeds 0..2").code, 2);
+}
+
+TEST_F(CliTest, UnknownWorkloadIsBadInput) {
+  const Result r = durasim("run --workload nope");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "nope")) << r.err;
+}
+
+TEST_F(CliTest, InvalidWorkloadOptionIsBadInput) {
+  Result r = durasim("run --opt workers=0");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "workers")) << r.err;
+  r = durasim("run --opt workers=many");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  r = durasim("run --opt novalue");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+}
+
+TEST_F(CliTest, SeveralSeedsNeedASeedPlaceholderInTheTraceName) {
+  const Result r = durasim("run --seeds 0..1 --save-trace '" + file("t.trace") + "'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "{seed}")) << r.err;
+  EXPECT_FALSE(fs::exists(file("t.trace")));
+}
+
+TEST_F(CliTest, ReplayOfASavedTraceIsOk) {
+  const std::string path = saved_trace(7);
+  const Result r = durasim("replay '" + path + "'");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "replay ok")) << r.out;
+  EXPECT_TRUE(contains(r.out, "seed 7")) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(CliTest, ReplayOfSavedTracesWithSeedPlaceholder) {
+  const Result run = durasim("run --seeds 20..22 --save-trace '" + file("s{seed}.trace") + "'");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  for (int seed = 20; seed <= 22; ++seed) {
+    std::string name = "s";  // built step by step: GCC 12 warns (-Wrestrict) on "s" + to_string(...)
+    name += std::to_string(seed);
+    name += ".trace";
+    const Result r = durasim("replay '" + file(name) + "'");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "replay ok")) << r.out;
+  }
+}
+
+TEST_F(CliTest, ReplayOfGarbageIsBadInput) {
+  const std::string path = file("garbage.trace");
+  write_text(path, "this is not a trace\n\x01\x02\x03 at all\n");
+  expect_bad_trace(path, "garbage");
+}
+
+TEST_F(CliTest, ReplayOfAnEmptyFileIsBadInput) {
+  const std::string path = file("empty.trace");
+  write_text(path, "");
+  expect_bad_trace(path, "empty file");
+}
+
+TEST_F(CliTest, ReplayOfAMissingFileIsBadInput) { expect_bad_trace(file("missing.trace"), "missing file"); }
+
+TEST_F(CliTest, ReplayOfATruncatedTraceIsBadInput) {
+  std::vector<std::string> lines = split_lines(read_text(saved_trace(8)));
+  ASSERT_GT(lines.size(), 4u);
+  lines.pop_back();  // the end record
+  const std::string path = file("truncated.trace");
+  write_text(path, join_lines(lines));
+  expect_bad_trace(path, "truncated (no end record)");
+
+  const std::string half = file("half.trace");
+  const std::string whole = join_lines(lines);
+  write_text(half, whole.substr(0, whole.size() / 2));
+  expect_bad_trace(half, "cut in the middle of a line");
+}
+
+TEST_F(CliTest, ReplayOfAWrongVersionIsBadInput) {
+  std::vector<std::string> lines = split_lines(read_text(saved_trace(9)));
+  auto header = nlohmann::json::parse(lines.at(0));
+  header["version"] = 2;
+  lines[0] = header.dump();
+  const std::string path = file("v2.trace");
+  write_text(path, join_lines(lines));
+  expect_bad_trace(path, "wrong version");
+  const Result r = durasim("replay '" + path + "'");
+  EXPECT_TRUE(contains(r.err, "version 2")) << r.err;
+}
+
+TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
+  std::vector<std::string> lines = split_lines(read_text(saved_trace(10)));
+  const auto streams = nlohmann::json::parse(lines.at(1)).at("streams");
+  const auto named = std::find(streams.begin(), streams.end(), "workload.core");
+  ASSERT_NE(named, streams.end()) << lines.at(1);
+  const auto workload_stream = static_cast<uint64_t>(named - streams.begin());
+  auto record = nlohmann::json::parse(lines.at(2));
+  ASSERT_TRUE(record.contains("choices"));
+  // Change the first choice of the workload's stream to another value within its bound.
+  bool changed = false;
+  for (auto& choice : record["choices"]) {
+    const uint64_t bound = choice[1];
+    if (choice[0] == workload_stream && bound > 1) {
+      choice[2] = (choice[2].get<uint64_t>() + 1) % bound;
+      changed = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(changed);
+  lines[2] = record.dump();
+  const std::string path = file("tampered.trace");
+  write_text(path, join_lines(lines));
+  const Result r = durasim("replay '" + path + "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "DIVERGED")) << r.out;
+  EXPECT_TRUE(contains(r.out, "event #")) << r.out;
+}
+
+TEST_F(CliTest, MissingSubcommandIsBadInput) {
+  EXPECT_EQ(durasim("").code, 2);
+  EXPECT_EQ(durasim("frobnicate").code, 2);
+  EXPECT_EQ(durasim("replay").code, 2);
+}
+
+}  // namespace
