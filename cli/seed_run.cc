@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "properties/runtime_checks.h"
 #include "properties/time_order_check.h"
 #include "sim/world.h"
 #include "traces/recorder.h"
@@ -24,20 +25,24 @@ nlohmann::json tally_summary(const sim::Tallies& tallies) {
 }
 
 // Runs the configured workload in a World whose events go to `sink`, which forwards them to
-// `time_check`. Fills every field of `outcome` but the seed and the hash; returns the choice log.
+// `time_check` and `runtime_checks`. Fills every field of `outcome` but the seed and the hash;
+// returns the choice log.
 sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource random, sim::TraceSink& sink,
-                       const properties::TimeOrderCheck& time_check, const std::function<bool()>& keep_going,
-                       SeedOutcome& outcome) {
-  auto workload = workload_info(config).make(config.options);
+                       const properties::TimeOrderCheck& time_check, const properties::RuntimeChecks& runtime_checks,
+                       const std::function<bool()>& keep_going, SeedOutcome& outcome) {
   sim::World world(config.start_time, std::move(random), sink);
   const auto go = [&] { return keep_going() && !world.random().divergence(); };
   world.emit("run.start", {{"config", config.to_json()}});
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
   world.emit("run.profile", {{"profile", plan.profile_json()}});
+  // Declared after the World and the plan, so it is destroyed before them.
+  auto workload = workload_info(config).make(config.options);
   try {
     outcome.phases = workloads::run_phases(world, plan, *workload, config, outcome.tallies, go);
     if (go()) {
       time_check.report(outcome.tallies);
+      runtime_checks.report(outcome.tallies);
+      runtime_checks.report_faults(outcome.tallies, plan.accounting());
       world.emit("run.end", {{"drained", outcome.phases.drained}, {"invariants", tally_summary(outcome.tallies)}});
     }
   } catch (const std::exception& e) {
@@ -74,8 +79,10 @@ SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::
   traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
   properties::TimeOrderCheck time_check;
   recorder.add_observer(time_check);
-  sim::ChoiceLog log =
-      execute(config, sim::RandomSource::recording(seed), recorder, time_check, [] { return true; }, outcome);
+  properties::RuntimeChecks runtime_checks;
+  recorder.add_observer(runtime_checks);
+  sim::ChoiceLog log = execute(config, sim::RandomSource::recording(seed), recorder, time_check, runtime_checks,
+                               [] { return true; }, outcome);
   outcome.hash = recorder.hash();
   outcome.trace_events = recorder.events();
   if (trace) {
@@ -96,8 +103,10 @@ ReplayOutcome replay(const traces::TraceFile& trace) {
   traces::ReplayComparer comparer(trace);
   properties::TimeOrderCheck time_check;
   comparer.add_observer(time_check);
+  properties::RuntimeChecks runtime_checks;
+  comparer.add_observer(runtime_checks);
   SeedOutcome scratch;
-  execute(config, sim::RandomSource::replaying(trace.choices), comparer, time_check,
+  execute(config, sim::RandomSource::replaying(trace.choices), comparer, time_check, runtime_checks,
           [&] { return !comparer.diverged(); }, scratch);
   comparer.finish();
   ReplayOutcome outcome;

@@ -74,8 +74,10 @@ class SimColdBucket final : public ColdBucket {
       const bool lost_request = faults.fires(FaultKind::cold_request_failed, site);
       runtime->world().executor().after(latency, [runtime, outcome, op, verb, key, write, label, bucket, lost_request] {
         World& w = runtime->world();
-        const auto report = [&](const std::string& how) {
-          w.emit("cold.call", {{"from", label}, {"bucket", bucket}, {"op", verb}, {"key", key}, {"outcome", how}});
+        const auto report = [&](const std::string& how, bool applied = false) {
+          nlohmann::json fields{{"from", label}, {"bucket", bucket}, {"op", verb}, {"key", key}, {"outcome", how}};
+          if (write) fields["applied"] = applied;  // RT-22: whether the write changed the store
+          w.emit("cold.call", std::move(fields));
         };
         if (lost_request) {
           report("request_failed");
@@ -87,7 +89,9 @@ class SimColdBucket final : public ColdBucket {
           store.expire(w.now());
           T result = op(store, w.now());
           const bool reply_lost = write && runtime->faults().fires(FaultKind::cold_reply_lost, FaultSite{label, 0, verb});
-          report(reply_lost ? "reply_lost" : "ok");
+          bool applied = write;  // a put whose precondition failed returns nullopt and writes nothing
+          if constexpr (std::is_same_v<T, std::optional<ColdObject>>) applied = write && result.has_value();
+          report(reply_lost ? "reply_lost" : "ok", applied);
           if (reply_lost) outcome->set_error(internal_error());
           else outcome->set_value(std::move(result));
         } catch (const std::exception& e) {

@@ -50,6 +50,7 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
   in_segment_ = false;
   constructing_ = false;
   commit_segment();
+  if (doomed_) doom(*doomed_);  // the constructor failed: end now, not at a segment that never runs
   update_idle();
 }
 
@@ -95,7 +96,8 @@ void Incarnation::system_segment(const std::function<void()>& body) {
 // Local commit and confirmation
 
 uint64_t Incarnation::watermark() const {
-  return object_.store().in_transaction() ? object_.last_local + 1 : object_.last_local;
+  const SqliteStore& store = object_.store();
+  return store.in_transaction() ? store.next_commit_number() : object_.last_local;
 }
 
 void Incarnation::commit_segment() {
@@ -255,7 +257,8 @@ void Incarnation::release_effects() {
   while (!held_.empty() && std::min(held_.front().required, ceiling) <= object_.last_confirmed) {
     Held effect = std::move(held_.front());
     held_.pop_front();
-    emit_effect("effect", effect.kind, effect.produced, effect.required);
+    // The commit it waited for: an open transaction that committed nothing leaves only `ceiling`.
+    emit_effect("effect", effect.kind, effect.produced, std::min(effect.required, ceiling));
     effect.release();
   }
 }
@@ -360,6 +363,17 @@ void Incarnation::end(const ResetError& error) {
   object_.manager_after_confirm(store.get_alarm());
 }
 
+void Incarnation::shutdown() {
+  Executor& executor = object_.runtime().world().executor();
+  alive_ = false;
+  for (TimerId timer : {idle_timer_, alarm_limit_timer_, end_timer_})
+    if (timer != kNoTimer) executor.cancel(timer);
+  for (auto& [number, pending] : pending_)
+    if (pending.timer != kNoTimer) executor.cancel(pending.timer);
+  group_.cancel_all();
+  instance_.reset();
+}
+
 void Incarnation::update_idle() {
   if (!alive_ || doomed_) return;
   Executor& executor = object_.runtime().world().executor();
@@ -423,6 +437,11 @@ Task<void> Incarnation::run_call(std::string method, nlohmann::json args, std::s
 }
 
 void Incarnation::run_alarm(AlarmInvocationInfo info) {
+  if (instance_ && !instance_->hasAlarmHandler()) {
+    // runtime.md 7.1: an alarm a handler-less class set in its constructor is dropped without a call.
+    system_segment([this] { object_.store().delete_alarm(); });
+    return;
+  }
   ++busy_;
   alarm_info_ = info;
   alarm_touched = false;

@@ -192,6 +192,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   void doom(const ResetError& error);
   // Called by SimObject::end_live: tear down without resuming anything.
   void end(const ResetError& error);
+  // The run is over: destroy frames and the instance without recording anything.
+  void shutdown();
 
   bool alarm_touched = false;  // setAlarm/deleteAlarm called since the running handler started
   std::optional<SqlCriticalError> poison;

@@ -37,7 +37,7 @@ SimObject::~SimObject() {
   Executor& executor = runtime_.world().executor();
   for (TimerId timer : {manager_timer_, code_update_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
-  if (live_) live_->end(ResetError{EndCause::evict, "runtime shut down"});
+  if (live_) live_->shutdown();
 }
 
 Incarnation& SimObject::ensure_live() {

@@ -133,6 +133,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
       return nlohmann::json{{"delay", stall}};
     });
     co_await world.sleep_for(latency + stall);
+    if (outcome->settled()) co_return;  // the stub died meanwhile: the caller already has its error
     if (!error && (faults.fires(FaultKind::rpc_reply_lost, site) || self->runtime_.partitioned(self->callee_label()))) {
       self->fail(call_id, outcome, connection_lost(), "reply_lost");
       co_return;

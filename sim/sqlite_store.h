@@ -77,6 +77,8 @@ class SqliteStore {
   // ---- Durability
   // REQUIRES: `number` is the first unconfirmed commit (commits confirm in order).
   void confirm(uint64_t number);
+  // The number the next local commit will get (numbers never repeat, even after a decide()).
+  uint64_t next_commit_number() const { return last_number_ + 1; }
   std::vector<uint64_t> unconfirmed() const;
   // The incarnation ended: the first `keep` unconfirmed commits become durable, the others and the
   // open transaction vanish, and the live connection reopens on exactly the durable state.

@@ -85,7 +85,12 @@ class TaskGroup {
   // Schedules every deferred resumption the gate now admits, in arrival order, as new events.
   void resume_deferred();
 
-  std::size_t live() const { return roots_.size(); }
+  // Roots not finished yet: a root that just completed is not counted during its last segment_end.
+  std::size_t live() const {
+    std::size_t n = 0;
+    for (const auto& [id, scope] : roots_) n += scope->root_.done() ? 0 : 1;
+    return n;
+  }
   bool running() const { return running_ != nullptr; }
   Executor& executor() const { return executor_; }
 

@@ -1,0 +1,414 @@
+// Runtime history checks over the event stream; see runtime_checks.h.
+#include "properties/runtime_checks.h"
+
+#include <algorithm>
+
+#include "sim/fault_points.h"
+
+namespace durasim::properties {
+namespace {
+
+// runtime.md 1 and 7.4, restated here rather than taken from sim/alarm_retry.h so that a change to
+// the simulator's schedule cannot silently change the check.
+constexpr int64_t kAlarmRetryBaseMs = 2'000;
+constexpr int64_t kAlarmMaxCountedRetries = 6;  // 7 attempts in all
+constexpr int kAlarmBackoffMaxExponent = 9;
+constexpr int64_t kAlarmJitterDivisor = 4;
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string str(uint64_t v) { return std::to_string(v); }
+
+// "<object> incarnation <n>"
+std::string who(const std::string& label, int64_t number) { return label + " incarnation " + str(number); }
+
+// The invariant a malformed event of type `ev` would have fed.
+const char* id_for(const std::string& ev) {
+  if (ev == "alarm.run" || ev == "alarm.failure" || ev == "alarm.success") return "RT-12";
+  if (ev == "commit" || ev == "confirm" || ev == "durability") return "RT-07";
+  if (ev == "effect" || ev == "effect.dropped") return "RT-10";
+  if (ev == "rpc.call" || ev == "rpc.deliver" || ev == "rpc.reply") return "RT-15";
+  if (ev == "rpc.fail") return "RT-16";
+  if (ev == "cold.call") return "RT-22";
+  if (ev == "fault") return "RT-09";
+  return "RT-19";
+}
+
+}  // namespace
+
+void RuntimeChecks::record(const nlohmann::json& event) {
+  const auto ev_field = event.find("ev");
+  if (ev_field == event.end() || !ev_field->is_string()) return;
+  const std::string& ev = ev_field->get_ref<const std::string&>();
+  try {
+    const int64_t t = event.at("t").get<int64_t>();
+    if (ev == "incarnation.start") on_incarnation_start(event, t);
+    else if (ev == "incarnation.end") on_incarnation_end(event, t);
+    else if (ev == "commit") on_commit(event);
+    else if (ev == "confirm") on_confirm(event);
+    else if (ev == "durability") on_durability(event);
+    else if (ev == "effect") on_effect(event, false);
+    else if (ev == "effect.dropped") on_effect(event, true);
+    else if (ev == "alarm.run") on_alarm_run(event, t);
+    else if (ev == "alarm.success") on_alarm_end(event, t, true);
+    else if (ev == "alarm.failure") on_alarm_end(event, t, false);
+    else if (ev == "rpc.call") on_rpc_call(event);
+    else if (ev == "rpc.deliver") on_rpc_deliver(event);
+    else if (ev == "rpc.reply") on_rpc_reply(event);
+    else if (ev == "rpc.fail") on_rpc_fail(event);
+    else if (ev == "cold.call") on_cold_call(event, t);
+    else if (ev == "fault") on_fault(event);
+
+    // RT-19: every event tagged with an object's incarnation (the start and end are checked above).
+    if (ev != "incarnation.start" && ev != "incarnation.end") {
+      const auto label = event.find(ev == "rpc.deliver" ? "to" : "object");
+      const auto number = event.find("incarnation");
+      if (label != event.end() && label->is_string() && number != event.end() && number->is_number_integer() &&
+          number->get<int64_t>() > 0)
+        check_not_after_end(ev, label->get<std::string>(), number->get<int64_t>(), t);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    tallies_.check(id_for(ev), false, [&] { return "malformed '" + ev + "' event " + event.dump() + ": " + e.what(); });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incarnations (RT-08, RT-19)
+
+void RuntimeChecks::on_incarnation_start(const nlohmann::json& e, int64_t t) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  ObjectState& o = object(label);
+  tallies_.check("RT-08", !o.live && number > o.last_started, [&] {
+    return who(label, number) + " started at t=" + str(t) +
+           (o.live ? " while incarnation " + str(*o.live) + " was live" : " after incarnation " + str(o.last_started));
+  });
+  o.live = number;
+  o.last_started = std::max(o.last_started, number);
+  incarnation(label, number);
+}
+
+void RuntimeChecks::on_incarnation_end(const nlohmann::json& e, int64_t t) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  ObjectState& o = object(label);
+  IncarnationState& inc = incarnation(label, number);
+  tallies_.check("RT-19", o.live == number && !inc.ended_at, [&] {
+    return who(label, number) + " ended at t=" + str(t) + (inc.ended_at ? " a second time" : " but was not live");
+  });
+  // RT-07: every commit still unconfirmed at the end was settled by a durability decision.
+  tallies_.check("RT-07", o.unconfirmed.empty(), [&] {
+    return who(label, number) + " ended at t=" + str(t) + " with " + str(uint64_t{o.unconfirmed.size()}) +
+           " unconfirmed commits (first " + str(o.unconfirmed.front()) + ") and no durability decision";
+  });
+  o.unconfirmed.clear();
+  if (!inc.ended_at) inc.ended_at = t;
+  if (o.live == number) o.live.reset();
+  // RT-04: an alarm run of this incarnation ends with it.
+  if (o.alarm_running == number) o.alarm_running.reset();
+}
+
+void RuntimeChecks::check_not_after_end(const std::string& ev, const std::string& label, int64_t number, int64_t t) {
+  const auto found = incarnations_.find({label, number});
+  if (found == incarnations_.end() || !found->second.ended_at) {
+    tallies_.check("RT-19", true, [] { return std::string(); });
+    return;
+  }
+  const IncarnationState& inc = found->second;
+  const int64_t end = *inc.ended_at;
+  if (inc.zombie && t <= end + kShutdownGraceMs) return;  // object.zombie keeps it running (runtime.md 6.3)
+  const bool dropped_at_end = ev == "effect.dropped" && t == end;
+  tallies_.check("RT-19", dropped_at_end, [&] {
+    return "'" + ev + "' of " + who(label, number) + " at t=" + str(t) + " after its end at t=" + str(end);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits and confirmations (RT-07, RT-08)
+
+void RuntimeChecks::on_commit(const nlohmann::json& e) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  ObjectState& o = object(label);
+  tallies_.check("RT-08", o.live == number, [&] {
+    return "commit " + str(commit) + " of " + who(label, number) + " while " +
+           (o.live ? "incarnation " + str(*o.live) + " is live" : "no incarnation is live");
+  });
+  tallies_.check("RT-07", commit > o.last_commit, [&] {
+    return label + " commit " + str(commit) + " follows commit " + str(o.last_commit);
+  });
+  o.last_commit = std::max(o.last_commit, commit);
+  o.unconfirmed.push_back(commit);
+}
+
+void RuntimeChecks::on_confirm(const nlohmann::json& e) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  ObjectState& o = object(label);
+  tallies_.check("RT-08", o.live == number, [&] {
+    return "confirmation of commit " + str(commit) + " by " + who(label, number) + " while " +
+           (o.live ? "incarnation " + str(*o.live) + " is live" : "no incarnation is live");
+  });
+  const bool in_order = !o.unconfirmed.empty() && o.unconfirmed.front() == commit && commit > o.last_confirm;
+  tallies_.check("RT-07", in_order && !o.vanished.count(commit), [&] {
+    if (o.vanished.count(commit)) return label + " confirmed commit " + str(commit) + ", which a durability decision dropped";
+    if (o.unconfirmed.empty()) return label + " confirmed commit " + str(commit) + " with no commit awaiting confirmation";
+    return label + " confirmed commit " + str(commit) + " before commit " + str(o.unconfirmed.front()) +
+           " (last confirmed " + str(o.last_confirm) + ")";
+  });
+  std::erase(o.unconfirmed, commit);
+  o.last_confirm = std::max(o.last_confirm, commit);
+  o.durable = std::max(o.durable, commit);
+}
+
+void RuntimeChecks::on_durability(const nlohmann::json& e) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t kept = e.at("kept").get<int64_t>();
+  const int64_t unconfirmed = e.at("unconfirmed").get<int64_t>();
+  ObjectState& o = object(label);
+  const auto pending = static_cast<int64_t>(o.unconfirmed.size());
+  tallies_.check("RT-07", 0 <= kept && kept <= unconfirmed && unconfirmed == pending, [&] {
+    return label + " durability decision keeps " + str(kept) + " of " + str(unconfirmed) + " unconfirmed commits; the trace shows " +
+           str(pending) + " awaiting confirmation";
+  });
+  const int64_t keep = std::clamp<int64_t>(kept, 0, pending);
+  for (int64_t i = 0; i < pending; ++i) {
+    if (i < keep) o.durable = std::max(o.durable, o.unconfirmed[static_cast<std::size_t>(i)]);
+    else o.vanished.insert(o.unconfirmed[static_cast<std::size_t>(i)]);
+  }
+  o.unconfirmed.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output gate (RT-10)
+
+void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  const uint64_t produced = e.at("produced").get<uint64_t>();
+  const uint64_t required = e.at("required").get<uint64_t>();
+  const uint64_t confirmed = e.at("confirmed").get<uint64_t>();
+  const std::string kind = e.at("kind").get<std::string>();
+  const ObjectState& o = object(label);
+  IncarnationState& inc = incarnation(label, number);
+  const std::string what = kind + " effect #" + str(produced) + " of " + who(label, number);
+  if (dropped) {
+    tallies_.check("RT-10", !inc.released.count(produced) && !inc.dropped.count(produced),
+                   [&] { return what + " dropped after it was " + (inc.released.count(produced) ? "released" : "dropped"); });
+    inc.dropped.insert(produced);
+    return;
+  }
+  std::string problem;
+  if (required > o.durable) problem = "released while it waits for commit " + str(required) + " and the last confirmed is " + str(o.durable);
+  else if (confirmed != o.durable) problem = "reports last confirmed commit " + str(confirmed) + " but the trace shows " + str(o.durable);
+  else if (inc.dropped.count(produced)) problem = "released after it was dropped";
+  else if (produced <= inc.last_released) problem = "released after effect #" + str(inc.last_released);
+  else if (inc.ended_at) problem = "released after the incarnation ended at t=" + str(*inc.ended_at);
+  tallies_.check("RT-10", problem.empty(), [&] { return what + " " + problem; });
+  inc.released.insert(produced);
+  inc.last_released = std::max(inc.last_released, produced);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alarms (RT-03, RT-04, RT-12)
+
+void RuntimeChecks::on_alarm_run(const nlohmann::json& e, int64_t t) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  const int64_t scheduled = e.at("scheduled").get<int64_t>();
+  const int64_t retry_count = e.at("retryCount").get<int64_t>();
+  ObjectState& o = object(label);
+  const std::string what = label + " alarm run for " + str(scheduled) + " at t=" + str(t);
+
+  if (o.early_fires > 0) --o.early_fires;  // alarm.early (arbitrary profile) may run it before its time
+  else tallies_.check("RT-03", t >= scheduled, [&] { return what + ": before its scheduled time"; });
+
+  tallies_.check("RT-04", !o.alarm_running, [&] {
+    return what + " in " + who(label, number) + " while the run in incarnation " + str(*o.alarm_running) + " has not finished";
+  });
+  o.alarm_running = number;
+
+  const auto found = o.occurrences.find(scheduled);
+  const Occurrence* occurrence = found == o.occurrences.end() ? nullptr : &found->second;
+  const int64_t expected = occurrence ? occurrence->counted : 0;
+  std::string problem;
+  if (occurrence && occurrence->abandoned) problem = "after the occurrence was abandoned";
+  else if (retry_count != expected) problem = "has retryCount " + str(retry_count) + " after " + str(expected) + " counted failures";
+  else if (occurrence && occurrence->next && t < *occurrence->next) problem = "is before the announced retry at " + str(*occurrence->next);
+  tallies_.check("RT-12", problem.empty(), [&] { return what + " " + problem; });
+}
+
+void RuntimeChecks::on_alarm_end(const nlohmann::json& e, int64_t t, bool success) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t scheduled = e.at("scheduled").get<int64_t>();
+  ObjectState& o = object(label);
+  o.alarm_running.reset();  // RT-04: the run (if any) is over
+  if (success || e.value("superseded", false)) {
+    // A success, or a new alarm set or deleted by the failed handler, ends the occurrence's retries.
+    const auto found = o.occurrences.find(scheduled);
+    if (found != o.occurrences.end() && !found->second.abandoned) o.occurrences.erase(found);
+    return;
+  }
+  // A failure: replay runtime.md 7.4 (counted failures bounded at 6 retries; uncounted ones for ever).
+  const bool counted = e.at("counted").get<bool>();
+  const int64_t retry_count = e.at("retryCount").get<int64_t>();
+  const bool abandoned = e.value("abandoned", false);
+  Occurrence& occ = o.occurrences[scheduled];
+  const std::string what = label + " alarm failure for " + str(scheduled) + " at t=" + str(t);
+  if (occ.abandoned) {
+    tallies_.check("RT-12", false, [&] { return what + " after the occurrence was abandoned"; });
+    return;
+  }
+  bool abandon = false;
+  if (counted) {
+    if (occ.last_uncounted) occ.exponent = 0;
+    occ.counted += 1;
+    occ.last_uncounted = false;
+    abandon = occ.counted > kAlarmMaxCountedRetries;
+  } else {
+    occ.last_uncounted = true;
+  }
+  std::string problem;
+  if (retry_count != occ.counted) problem = "reports retryCount " + str(retry_count) + " but " + str(occ.counted) + " counted failures happened";
+  if (abandon || abandoned) {
+    if (problem.empty() && abandon != abandoned)
+      problem = abandoned ? "abandoned after " + str(occ.counted) + " counted failures (" + (counted ? "counted" : "uncounted") + ")"
+                          : "not abandoned after " + str(occ.counted) + " counted failures";
+    tallies_.check("RT-12", problem.empty(), [&] { return what + " " + problem; });
+    occ.abandoned = true;
+    occ.next.reset();
+    return;
+  }
+  const int64_t delay = e.at("delay").get<int64_t>();
+  const int64_t jitter = e.at("jitter").get<int64_t>();
+  const int64_t next = e.at("next").get<int64_t>();
+  const int64_t expected_delay = kAlarmRetryBaseMs << occ.exponent;
+  occ.exponent = std::min(occ.exponent + 1, kAlarmBackoffMaxExponent);
+  if (!problem.empty()) {
+  } else if (delay != expected_delay) {
+    problem = "delay " + str(delay) + " but the schedule gives " + str(expected_delay);
+  } else if (jitter < 0 || jitter > delay / kAlarmJitterDivisor) {
+    problem = "jitter " + str(jitter) + " outside [0, " + str(delay / kAlarmJitterDivisor) + "]";
+  } else if (next != t + delay + jitter) {
+    problem = "next " + str(next) + " != t + delay + jitter = " + str(t + delay + jitter);
+  }
+  tallies_.check("RT-12", problem.empty(), [&] { return what + " " + problem; });
+  occ.next = next;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RPC (RT-15, RT-16)
+
+void RuntimeChecks::on_rpc_call(const nlohmann::json& e) {
+  const uint64_t call = e.at("call").get<uint64_t>();
+  CallState& c = calls_[call];
+  c.stub = e.at("stub").get<uint64_t>();
+  c.to = e.at("to").get<std::string>();
+  c.index = stubs_[c.stub].calls++;
+}
+
+void RuntimeChecks::on_rpc_deliver(const nlohmann::json& e) {
+  const uint64_t call = e.at("call").get<uint64_t>();
+  const auto found = calls_.find(call);
+  if (found == calls_.end()) {
+    tallies_.check("RT-16", false, [&] { return "call " + str(call) + " delivered but never made"; });
+    return;
+  }
+  CallState& c = found->second;
+  StubState& stub = stubs_[c.stub];
+  tallies_.check("RT-15", !stub.last_delivered || c.index > *stub.last_delivered, [&] {
+    return "call " + str(call) + " (number " + str(c.index + 1) + " on stub " + str(c.stub) + ") delivered after call number " +
+           str(*stub.last_delivered + 1) + " of that stub";
+  });
+  stub.last_delivered = std::max(stub.last_delivered.value_or(0), c.index);
+  std::string problem;
+  if (c.failed && (*c.failed == "not_delivered" || *c.failed == "request_lost"))
+    problem = "delivered after it failed with " + *c.failed;
+  else if (c.deliveries > 0)
+    problem = "delivered a second time";
+  if (problem == "delivered a second time" && object(c.to).duplicate_deliveries > 0) {
+    --object(c.to).duplicate_deliveries;  // rpc.duplicate_delivery (arbitrary profile)
+    problem.clear();
+  }
+  tallies_.check("RT-16", problem.empty(), [&] { return "call " + str(call) + " to " + c.to + " " + problem; });
+  ++c.deliveries;
+}
+
+void RuntimeChecks::on_rpc_reply(const nlohmann::json& e) {
+  const uint64_t call = e.at("call").get<uint64_t>();
+  if (!e.at("ok").get<bool>()) return;
+  const auto found = calls_.find(call);
+  const bool dead = found != calls_.end() && stubs_[found->second.stub].failed;
+  tallies_.check("RT-15", !dead, [&] {
+    return "call " + str(call) + " replied successfully on stub " + str(found->second.stub) + " after a call on it failed";
+  });
+}
+
+void RuntimeChecks::on_rpc_fail(const nlohmann::json& e) {
+  const uint64_t call = e.at("call").get<uint64_t>();
+  const std::string how = e.at("how").get<std::string>();
+  CallState& c = calls_[call];
+  stubs_[e.at("stub").get<uint64_t>()].failed = true;
+  std::string problem;
+  if ((how == "not_delivered" || how == "request_lost") && c.deliveries != 0)
+    problem = "failed with " + how + " but was delivered";
+  else if (how == "reply_lost" && c.deliveries != 1)
+    problem = "failed with reply_lost but was delivered " + str(c.deliveries) + " times";
+  else if (c.failed)
+    problem = "failed twice";
+  tallies_.check("RT-16", problem.empty(), [&] { return "call " + str(call) + " to " + c.to + " " + problem; });
+  c.failed = how;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cold store (RT-22) and faults (RT-09, exemptions)
+
+void RuntimeChecks::on_cold_call(const nlohmann::json& e, int64_t t) {
+  const std::string op = e.at("op").get<std::string>();
+  if (op != "put" && op != "delete") return;
+  const std::string outcome = e.at("outcome").get<std::string>();
+  if (outcome != "ok" && outcome != "reply_lost") return;
+  if (!e.value("applied", true)) return;  // a put whose precondition failed wrote nothing
+  const std::pair<std::string, std::string> key{e.at("bucket").get<std::string>(), e.at("key").get<std::string>()};
+  const auto last = cold_last_write_.find(key);
+  tallies_.check("RT-22", last == cold_last_write_.end() || t - last->second >= kColdWriteIntervalMs, [&] {
+    return "accepted " + op + " of " + key.first + "/" + key.second + " at t=" + str(t) + ", " + str(t - last->second) +
+           " ms after the previous accepted write";
+  });
+  cold_last_write_[key] = t;
+}
+
+void RuntimeChecks::on_fault(const nlohmann::json& e) {
+  const std::string fault = e.at("fault").get<std::string>();
+  ++fault_events_[fault];
+  const auto label = e.find("object");
+  if (label == e.end() || !label->is_string() || label->get_ref<const std::string&>().empty()) return;
+  const std::string& object_label = label->get_ref<const std::string&>();
+  if (fault == "alarm.early") ++object(object_label).early_fires;
+  else if (fault == "rpc.duplicate_delivery") ++object(object_label).duplicate_deliveries;
+  else if (fault == "object.zombie") incarnation(object_label, e.value("incarnation", int64_t{0})).zombie = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+void RuntimeChecks::report(sim::Tallies& tallies) const { tallies.merge(tallies_); }
+
+void RuntimeChecks::report_faults(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const {
+  std::set<std::string> known;
+  for (const faults::FaultCount& count : accounting) {
+    const std::string id(sim::fault_name(count.kind));
+    known.insert(id);
+    const auto found = fault_events_.find(id);
+    const uint64_t events = found == fault_events_.end() ? 0 : found->second;
+    tallies.check("RT-09", events == count.firings, [&] {
+      return "fault " + id + " fired " + str(count.firings) + " times but " + str(events) + " fault events were recorded";
+    });
+  }
+  for (const auto& [id, events] : fault_events_)
+    if (!known.count(id))
+      tallies.check("RT-09", false, [&] { return str(events) + " fault events name the unknown fault " + id; });
+}
+
+}  // namespace durasim::properties

@@ -1,0 +1,129 @@
+// History checks of the simulated runtime over the event stream (invariants-events-runtime.md,
+// "Runtime and simulator"). One observer of the recorder sees every event as it is recorded and
+// counts, per invariant ID, each check and each violation:
+//   RT-03  an alarm handler never starts before its scheduled time (exempt after an alarm.early fault)
+//   RT-04  per object, at most one alarm run at a time (a run ends at alarm.success / alarm.failure or
+//          at the end of its incarnation)
+//   RT-07  confirmations in commit order, commit numbers increasing, a durability decision keeps a
+//          prefix of the unconfirmed commits and what vanished is never confirmed
+//   RT-08  every commit and confirmation names the object's live incarnation (incarnations of one
+//          object start one at a time, in increasing order)
+//   RT-09  the "fault" events per fault id equal the fault plan's firings (report_faults)
+//   RT-10  output gate: an effect leaves only once the commit it waited for is confirmed, in
+//          production order, never after it was dropped or its incarnation ended
+//   RT-12  the alarm retry schedule of runtime.md 7.4, replayed per (object, scheduled) occurrence
+//   RT-15  per stub, deliveries in call order; no successful reply on a stub after one of its calls failed
+//   RT-16  a call lost before delivery was not delivered, one whose reply was lost was delivered once,
+//          no call is delivered twice (exempt after an rpc.duplicate_delivery fault on the callee)
+//   RT-19  no event of an incarnation after its end, except the effects dropped by the end itself
+//          (exempt within kShutdownGraceMs for an incarnation an object.zombie fault kept running)
+//   RT-22  accepted writes to one cold-store key at least kColdWriteIntervalMs apart
+// Only IDs actually checked in a run are added to its tallies.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "faults/accounting.h"
+#include "sim/tally.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::properties {
+
+class RuntimeChecks final : public sim::TraceSink {
+ public:
+  static constexpr int64_t kColdWriteIntervalMs = 1'000;  // runtime.md 1
+  static constexpr int64_t kShutdownGraceMs = 30'000;     // runtime.md 1 (object.zombie)
+
+  void record(const nlohmann::json& event) override;
+  // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 15, 16, 19 and 22 to `tallies`.
+  void report(sim::Tallies& tallies) const;
+  // RT-09: one check per fault id, the number of "fault" events seen against `accounting`'s firings.
+  void report_faults(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const;
+
+ private:
+  using Incarnation = std::pair<std::string, int64_t>;  // object label, incarnation number
+
+  // RT-12: c, e and whether the last failure was uncounted, for one (object, scheduled) occurrence.
+  struct Occurrence {
+    int64_t counted = 0;
+    int exponent = 0;
+    bool last_uncounted = false;
+    std::optional<int64_t> next;  // the retry time announced by the last failure
+    bool abandoned = false;
+  };
+
+  struct ObjectState {
+    std::optional<int64_t> live;    // RT-08: the incarnation between its start and its end
+    int64_t last_started = 0;
+    // RT-07
+    uint64_t last_commit = 0;
+    uint64_t last_confirm = 0;
+    uint64_t durable = 0;                 // the last confirmed or kept commit
+    std::deque<uint64_t> unconfirmed;     // committed, neither confirmed nor decided
+    std::set<uint64_t> vanished;
+    // RT-04
+    std::optional<int64_t> alarm_running;  // the incarnation of the run in progress
+    // RT-12
+    std::map<int64_t, Occurrence> occurrences;
+    // Exemptions for faults of the arbitrary profile.
+    int64_t early_fires = 0;        // alarm.early faults not yet matched by an alarm.run
+    int64_t duplicate_deliveries = 0;
+  };
+
+  struct IncarnationState {
+    std::optional<int64_t> ended_at;  // RT-19
+    bool zombie = false;
+    uint64_t last_released = 0;       // RT-10
+    std::set<uint64_t> released, dropped;
+  };
+
+  struct CallState {
+    uint64_t stub = 0;
+    uint64_t index = 0;      // position among the calls of its stub
+    std::string to;
+    int64_t deliveries = 0;
+    std::optional<std::string> failed;  // the rpc.fail "how"
+  };
+
+  struct StubState {
+    uint64_t calls = 0;
+    std::optional<uint64_t> last_delivered;  // index of the last delivered call
+    bool failed = false;
+  };
+
+  ObjectState& object(const std::string& label) { return objects_[label]; }
+  IncarnationState& incarnation(const std::string& label, int64_t number) { return incarnations_[{label, number}]; }
+
+  void on_incarnation_start(const nlohmann::json& e, int64_t t);
+  void on_incarnation_end(const nlohmann::json& e, int64_t t);
+  void on_commit(const nlohmann::json& e);
+  void on_confirm(const nlohmann::json& e);
+  void on_durability(const nlohmann::json& e);
+  void on_effect(const nlohmann::json& e, bool dropped);
+  void on_alarm_run(const nlohmann::json& e, int64_t t);
+  void on_alarm_end(const nlohmann::json& e, int64_t t, bool success);
+  void on_rpc_call(const nlohmann::json& e);
+  void on_rpc_deliver(const nlohmann::json& e);
+  void on_rpc_reply(const nlohmann::json& e);
+  void on_rpc_fail(const nlohmann::json& e);
+  void on_cold_call(const nlohmann::json& e, int64_t t);
+  void on_fault(const nlohmann::json& e);
+  // RT-19 for any event tagged with an object's incarnation.
+  void check_not_after_end(const std::string& ev, const std::string& label, int64_t number, int64_t t);
+
+  sim::Tallies tallies_;
+  std::map<std::string, ObjectState> objects_;
+  std::map<Incarnation, IncarnationState> incarnations_;
+  std::map<uint64_t, CallState> calls_;
+  std::map<uint64_t, StubState> stubs_;
+  std::map<std::pair<std::string, std::string>, int64_t> cold_last_write_;  // (bucket, key) -> t
+  std::map<std::string, uint64_t> fault_events_;                             // fault id -> events
+};
+
+}  // namespace durasim::properties
