@@ -565,7 +565,8 @@ namespace {
 // A sleep of an incarnation: counted so idleness knows a timer is pending.
 class IncarnationSleep {
  public:
-  IncarnationSleep(Executor& executor, SimTime until, int64_t& sleeping) : inner_(executor, until), sleeping_(sleeping) {}
+  IncarnationSleep(Executor& executor, SimTime until, int64_t& sleeping, Tallies& checks)
+      : inner_(executor, until), executor_(executor), until_(until), sleeping_(sleeping), checks_(checks) {}
   ~IncarnationSleep() {
     if (parked_) --sleeping_;
   }
@@ -579,22 +580,30 @@ class IncarnationSleep {
   void await_resume() {
     parked_ = false;
     --sleeping_;
+    const SimTime now = executor_.clock().now();
+    checks_.check("RT-25", now >= until_, [&] {
+      return "a sleep until " + std::to_string(until_) + " resumed at " + std::to_string(now);
+    });
   }
 
  private:
   SleepAwaiter inner_;
+  Executor& executor_;
+  SimTime until_;
   int64_t& sleeping_;
+  Tallies& checks_;
   bool parked_ = false;
 };
 }  // namespace
 
 Task<void> Incarnation::sleepFor(int64_t ms) {
   if (ms < 0) throw std::invalid_argument("sleepFor requires ms >= 0, got " + std::to_string(ms));
-  co_await IncarnationSleep(object_.runtime().world().executor(), now() + ms, sleeping_);
+  co_await IncarnationSleep(object_.runtime().world().executor(), now() + ms, sleeping_, object_.runtime().self_checks());
 }
 
 Task<void> Incarnation::sleepUntil(int64_t t) {
-  co_await IncarnationSleep(object_.runtime().world().executor(), std::max(t, now()), sleeping_);
+  co_await IncarnationSleep(object_.runtime().world().executor(), std::max(t, now()), sleeping_,
+                            object_.runtime().self_checks());
 }
 
 double Incarnation::random() {

@@ -46,8 +46,9 @@ void IncarnationStorage::critical(SqlCriticalError error) {
 SqlCursor IncarnationStorage::execValues(std::string_view sql, std::vector<SqlValue> params) {
   const bool write = is_write_statement(sql);
   check_usable(write);
+  open_before_statement_ = owner_.object().store().in_transaction();
   FaultInjector& faults = owner_.object().runtime().faults();
-  if (faults.fires(FaultKind::storage_statement_error, owner_.site("statement"))) throw SqlError(kInjectedStatementError);
+  if (faults.fires(FaultKind::storage_statement_error, owner_.site("statement"))) statement_error(SqlError(kInjectedStatementError));
   if (write) {
     SqlCriticalError::Code code = SqlCriticalError::Code::ioerr;
     if (faults.fires(FaultKind::storage_critical, owner_.site("statement"), [&] {
@@ -64,7 +65,18 @@ SqlCursor IncarnationStorage::execValues(std::string_view sql, std::vector<SqlVa
     return owner_.object().store().exec(sql, params);
   } catch (const SqlCriticalError& e) {
     critical(e);
+  } catch (const SqlError& e) {
+    statement_error(e);
   }
+}
+
+// RT-26: a statement error is local: the open transaction stays open and the object is not reset.
+void IncarnationStorage::statement_error(const SqlError& error) {
+  const bool was_open = open_before_statement_;
+  owner_.object().runtime().self_checks().check("RT-26", !owner_.doomed_ && owner_.object().store().in_transaction() == was_open, [&] {
+    return owner_.object().label() + ": statement error '" + error.what() + "' ended the transaction or the incarnation";
+  });
+  throw error;
 }
 
 void IncarnationStorage::runTransaction(const std::function<void(StorageTxn&)>& body) {

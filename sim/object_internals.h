@@ -128,9 +128,11 @@ class IncarnationStorage final : public ObjectStorage, public StorageTxn {
   friend class Incarnation;
   void check_usable(bool write);
   [[noreturn]] void critical(SqlCriticalError error);
+  [[noreturn]] void statement_error(const SqlError& error);
 
   Incarnation& owner_;
   int savepoint_depth_ = 0;
+  bool open_before_statement_ = false;  // whether an implicit transaction was open when exec began
   std::vector<std::vector<std::function<void(StorageTxn&)>>> before_commit_;  // per savepoint level
   std::vector<std::vector<std::function<void()>>> after_commit_;              // per savepoint level
   std::vector<std::function<void()>> open_after_commit_;  // hooks of the open implicit transaction

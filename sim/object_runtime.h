@@ -16,6 +16,7 @@
 #include "engine/runtime.h"
 #include "sim/cold_store.h"
 #include "sim/fault_points.h"
+#include "sim/tally.h"
 #include "sim/world.h"
 
 namespace durasim::sim {
@@ -62,6 +63,8 @@ class ObjectRuntime {
   SqlCursor inspect(const std::string& className, const std::string& name, std::string_view sql);
   // Objects with unfinished runtime work (held effects, unconfirmed commits, calls in progress).
   std::vector<std::string> pending() const;
+  // Invariants the runtime checks on itself as it runs (RT-25 timers, RT-26 statement errors).
+  Tallies& self_checks() { return self_checks_; }
 
   // Internal plumbing shared by the runtime's parts.
   World& world() { return world_; }
@@ -91,6 +94,7 @@ class ObjectRuntime {
   ColdStore cold_;
   StreamId lag_stream_;
   uint64_t last_call_id_ = 0;
+  Tallies self_checks_;
   std::map<std::string, int64_t> partitioned_until_;
 };
 

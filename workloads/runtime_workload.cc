@@ -154,6 +154,9 @@ class RuntimeWorkload final : public Workload {
   }
 
   void check(sim::World& world, sim::Tallies& tallies) override {
+    tallies.merge(runtime_->self_checks());
+    const std::vector<std::string> stuck = runtime_->pending();
+    tallies.check("RT-24", stuck.empty(), [&] { return "runtime work still pending after heal: " + stuck.front(); });
     for (int64_t i = 0; i < objects_; ++i) check_object(object_name(i), tallies);
     for (const std::string& key : ledger_.archived) {
       const bool present = runtime_->cold_store().head(kBucket, key, world.now()).has_value();
