@@ -137,6 +137,9 @@ void RuntimeChecks::on_commit(const nlohmann::json& e) {
   tallies_.check("RT-07", commit > o.last_commit, [&] {
     return label + " commit " + str(commit) + " follows commit " + str(o.last_commit);
   });
+  tallies_.check("RT-18", o.poisoned != number, [&] {
+    return "commit " + str(commit) + " of " + who(label, number) + " after a critical error poisoned its storage";
+  });
   o.last_commit = std::max(o.last_commit, commit);
   o.unconfirmed.push_back(commit);
 }
@@ -206,6 +209,7 @@ void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
   else if (produced <= inc.last_released) problem = "released after effect #" + str(inc.last_released);
   else if (inc.ended_at) problem = "released after the incarnation ended at t=" + str(*inc.ended_at);
   tallies_.check("RT-10", problem.empty(), [&] { return what + " " + problem; });
+  tallies_.check("RT-18", o.poisoned != number, [&] { return what + " left after a critical error broke the gate"; });
   inc.released.insert(produced);
   inc.last_released = std::max(inc.last_released, produced);
 }
@@ -388,6 +392,7 @@ void RuntimeChecks::on_fault(const nlohmann::json& e) {
   if (fault == "alarm.early") ++object(object_label).early_fires;
   else if (fault == "rpc.duplicate_delivery") ++object(object_label).duplicate_deliveries;
   else if (fault == "object.zombie") incarnation(object_label, e.value("incarnation", int64_t{0})).zombie = true;
+  else if (fault == "storage.critical") object(object_label).poisoned = e.value("incarnation", int64_t{0});
 }
 
 // ---------------------------------------------------------------------------------------------

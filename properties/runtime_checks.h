@@ -11,6 +11,7 @@
 //   RT-09  the "fault" events per fault id equal the fault plan's firings (report_faults)
 //   RT-10  output gate: an effect leaves only once the commit it waited for is confirmed, in
 //          production order, never after it was dropped or its incarnation ended
+//   RT-18  after a storage.critical fault, its incarnation commits nothing and no effect of it leaves
 //   RT-12  the alarm retry schedule of runtime.md 7.4, replayed per (object, scheduled) occurrence
 //   RT-15  per stub, deliveries in call order; no successful reply on a stub after one of its calls failed
 //   RT-16  a call lost before delivery was not delivered, one whose reply was lost was delivered once,
@@ -74,6 +75,8 @@ class RuntimeChecks final : public sim::TraceSink {
     // Exemptions for faults of the arbitrary profile.
     int64_t early_fires = 0;        // alarm.early faults not yet matched by an alarm.run
     int64_t duplicate_deliveries = 0;
+    // RT-18: the incarnation a storage.critical fault poisoned (nothing of it commits or leaves after)
+    std::optional<int64_t> poisoned;
   };
 
   struct IncarnationState {

@@ -144,6 +144,16 @@ TEST(RuntimeChecks, Rt08WritesOnlyFromTheLiveIncarnation) {
   EXPECT_VIOLATES(run("RT-08", {start(0, 1), start(1, 2)}), "while incarnation 1 was live");
 }
 
+TEST(RuntimeChecks, Rt18APoisonedIncarnationCommitsAndSendsNothing) {
+  EXPECT_PASSES(run("RT-18", {start(0, 1), commit(1, 1, 1), fault(2, "storage.critical"), end(2, 1), start(3, 2),
+                              commit(4, 2, 2), confirm(5, 2, 2), effect(5, 2, 1, 2, 2)}));
+  EXPECT_VIOLATES(run("RT-18", {start(0, 1), fault(1, "storage.critical"), commit(2, 1, 1)}),
+                  "after a critical error poisoned its storage");
+  EXPECT_VIOLATES(run("RT-18", {start(0, 1), commit(1, 1, 1), confirm(2, 1, 1), fault(3, "storage.critical"),
+                                effect(3, 1, 1, 1, 1)}),
+                  "left after a critical error broke the gate");
+}
+
 TEST(RuntimeChecks, Rt09FaultEventsMatchTheAccounting) {
   RuntimeChecks checks;
   checks.record(fault(1, "object.reset"));
