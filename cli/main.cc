@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--faults", run.faults, "fault profile: none, recoverable or arbitrary")->capture_default_str();
   run_cmd->add_option("--save-trace", run.save_trace, "write the trace to FILE ('{seed}' is replaced by the seed)");
   run_cmd->add_flag("--verbose,-v", run.verbose, "print each seed's hash");
-  run_cmd->add_flag("--check-determinism", run.check_determinism, "run every seed twice and replay it from its choices (RT-01, RT-23)");
+  run_cmd->add_flag("--check-determinism", run.check_determinism, "check RT-01 and RT-23 (a second run, a replay from the choices) on every seed, not every 16th");
   run_cmd->add_option("--start-time", run.start_time, "simulated start time in ms (default 1700000000000)");
   run_cmd->add_option("--safety-ms", run.safety_ms, "length of the safety phase in simulated ms");
   run_cmd->add_option("--liveness-ms", run.liveness_ms, "liveness deadline after heal in simulated ms");

@@ -40,6 +40,11 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
       runtime.options().variants,
       *this});
   world.emit("incarnation.start", {{"object", object.label()}, {"incarnation", number}});
+  // RT-17: a new incarnation opens exactly the durable state the last durability decision chose.
+  SqliteStore& store = object.store();
+  runtime.self_checks().check("RT-17", store.live_digest() == store.durable_digest(), [&] {
+    return object.label() + " incarnation " + std::to_string(number) + " does not open the durable state";
+  });
   in_segment_ = true;
   try {
     instance_ = factory(*context_);
@@ -66,7 +71,16 @@ bool Incarnation::admits(const TaskScope& scope) const {
   return sections_.empty() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
 }
 
-void Incarnation::segment_begin(TaskScope&) { in_segment_ = true; }
+// RT-11: segments of one object never overlap, and while a blockConcurrencyWhile section is open
+// only its own continuations run.
+void Incarnation::segment_begin(TaskScope& scope) {
+  const bool inside_section = sections_.empty() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
+  object_.runtime().self_checks().check("RT-11", !in_segment_ && (inside_section || doomed_), [&] {
+    return object_.label() + ": a segment of '" + scope.name() + "' started " +
+           (in_segment_ ? "inside another segment" : "inside another task's blockConcurrencyWhile section");
+  });
+  in_segment_ = true;
+}
 
 void Incarnation::segment_end(TaskScope&) {
   in_segment_ = false;
@@ -469,6 +483,10 @@ void Incarnation::run_alarm(AlarmInvocationInfo info) {
 
 Task<void> Incarnation::run_alarm_handler(AlarmInvocationInfo info) {
   std::optional<AlarmFailure> failure;
+  // RT-13: from the handler's start the alarm reads as none.
+  object_.runtime().self_checks().check("RT-13", !storage_.getAlarm().has_value(), [&] {
+    return object_.label() + ": getAlarm() inside the handler of " + std::to_string(info.scheduledTime) + " is not none";
+  });
   try {
     co_await instance_->alarm(info);
     co_await storage_.sync();
@@ -481,7 +499,12 @@ Task<void> Incarnation::run_alarm_handler(AlarmInvocationInfo info) {
   } catch (...) {
     failure = AlarmFailure::counted;
   }
-  if (!failure && !alarm_touched) object_.store().delete_alarm();  // the deferred delete
+  if (!failure && !alarm_touched) {
+    object_.store().delete_alarm();  // the deferred delete
+    object_.runtime().self_checks().check("RT-13", !object_.store().get_alarm().has_value(), [&] {
+      return object_.label() + ": the alarm survived its handler's success";
+    });
+  }
   finish_alarm(failure);
 }
 

@@ -158,6 +158,7 @@ class RuntimeWorkload final : public Workload {
     const std::vector<std::string> stuck = runtime_->pending();
     tallies.check("RT-24", stuck.empty(), [&] { return "runtime work still pending after heal: " + stuck.front(); });
     for (int64_t i = 0; i < objects_; ++i) check_object(object_name(i), tallies);
+    check_lifecycle(world.now(), tallies);
     for (const std::string& key : ledger_.archived) {
       const bool present = runtime_->cold_store().head(kBucket, key, world.now()).has_value();
       tallies.check("RT-20", present, [&] { return "acknowledged archive " + key + " is missing from the cold store"; });
@@ -180,6 +181,30 @@ class RuntimeWorkload final : public Workload {
  private:
   static std::string object_name(int64_t i) { return "c" + std::to_string(i); }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
+
+  // RT-21: expired objects went no earlier than due and no later than due + the maximum lag; every
+  // object still stored under the archive's rule is not overdue.
+  void check_lifecycle(int64_t now, sim::Tallies& tallies) {
+    sim::ColdStore& cold = runtime_->cold_store();
+    cold.expire(now);
+    for (const sim::ColdEvent& event : cold.history()) {
+      if (event.kind != sim::ColdEventKind::expire || !event.due) continue;
+      tallies.check("RT-21", *event.due <= event.time && event.time <= *event.due + sim::kColdLifecycleLagMaxMs, [&] {
+        return event.key + " expired at " + std::to_string(event.time) + ", due " + std::to_string(*event.due);
+      });
+    }
+    std::optional<std::string> cursor;
+    do {
+      const ColdList page = cold.list(kBucket, "", cursor, sim::kColdListMax, now);
+      for (const ColdObject& object : page.objects) {
+        const int64_t due = object.uploaded + kArchiveExpiryDays * sim::kColdMsPerDay;
+        tallies.check("RT-21", now <= due + sim::kColdLifecycleLagMaxMs, [&] {
+          return object.key + " is still stored at " + std::to_string(now) + ", past due " + std::to_string(due) + " plus the lag";
+        });
+      }
+      cursor = page.cursor;
+    } while (cursor);
+  }
 
   // Reads one object's durable tables (the run has drained: everything is confirmed).
   void check_object(const std::string& name, sim::Tallies& tallies) {
