@@ -18,7 +18,7 @@ inline constexpr int kExitBadInput = 2;
 struct RunOptions {
   std::optional<uint64_t> seed;
   std::optional<std::string> seeds;            // "A..B", inclusive
-  std::string workload = "core";
+  std::string workload = "runtime";
   std::string faults = "recoverable";          // none | recoverable | arbitrary
   std::optional<std::string> save_trace;       // a path; with several seeds it must contain "{seed}"
   bool verbose = false;

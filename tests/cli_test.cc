@@ -107,7 +107,8 @@ TEST_F(CliTest, RunOfFiveSeedsPasses) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "passed 5/5")) << r.out;
   EXPECT_TRUE(contains(r.out, "seeds 0..4")) << r.out;
-  EXPECT_TRUE(contains(r.out, "CORE-01")) << r.out;
+  EXPECT_TRUE(contains(r.out, "workload runtime")) << r.out;  // the default campaign
+  EXPECT_TRUE(contains(r.out, "RT-05")) << r.out;
   EXPECT_FALSE(contains(r.out, "NEVER CHECKED")) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
@@ -236,7 +237,7 @@ TEST_F(CliTest, ReplayOfAWrongVersionIsBadInput) {
 TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
   std::vector<std::string> lines = split_lines(read_text(saved_trace(10)));
   const auto streams = nlohmann::json::parse(lines.at(1)).at("streams");
-  const auto named = std::find(streams.begin(), streams.end(), "workload.core");
+  const auto named = std::find(streams.begin(), streams.end(), "workload.runtime");
   ASSERT_NE(named, streams.end()) << lines.at(1);
   const auto workload_stream = static_cast<uint64_t>(named - streams.begin());
   auto record = nlohmann::json::parse(lines.at(2));

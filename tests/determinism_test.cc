@@ -1,4 +1,4 @@
-// Determinism of whole runs (RT-01): 200 seeds of the default core workload (25 under sanitizers) hash
+// Determinism of whole runs (RT-01): 200 seeds of the core workload (25 under sanitizers) hash
 // the same twice and all pass; replaying a saved trace (in memory or through a file) reproduces its hash;
 // a choice log with one value changed makes the replay diverge, naming the first differing event.
 #include <gtest/gtest.h>
@@ -36,6 +36,13 @@ constexpr bool kSanitized = false;
 constexpr uint64_t kDeterminismSeeds = kSanitized ? 25 : 200;
 constexpr uint64_t kReplaySeeds = kSanitized ? 5 : 20;
 
+// The core workload (the World alone), whatever the default campaign runs.
+workloads::RunConfig core_config() {
+  workloads::RunConfig config;
+  config.workload = "core";
+  return config;
+}
+
 // A unique scratch directory, removed at the end of the test even when an assertion fails.
 class ScratchDir {
  public:
@@ -55,7 +62,7 @@ class ScratchDir {
 };
 
 TEST(Determinism, TwoHundredSeedsHashTheSameTwiceAndPass) {
-  const workloads::RunConfig config;  // the default campaign's configuration
+  const workloads::RunConfig config = core_config();
   ASSERT_EQ(config.safety_ms, workloads::kDefaultSafetyMs);
   std::set<uint64_t> hashes;
   for (uint64_t seed = 0; seed < kDeterminismSeeds; ++seed) {
@@ -74,7 +81,7 @@ TEST(Determinism, TwoHundredSeedsHashTheSameTwiceAndPass) {
 }
 
 TEST(Determinism, TraceIsTheSameWithAndWithoutKeepingIt) {
-  const workloads::RunConfig config;
+  const workloads::RunConfig config = core_config();
   traces::TraceFile trace;
   const SeedOutcome kept = run_seed(config, 9, &trace);
   const SeedOutcome plain = run_seed(config, 9);
@@ -85,7 +92,7 @@ TEST(Determinism, TraceIsTheSameWithAndWithoutKeepingIt) {
 }
 
 TEST(Determinism, ReplayOfSavedTracesMatches) {
-  const workloads::RunConfig config;
+  const workloads::RunConfig config = core_config();
   for (uint64_t seed = 100; seed < 100 + kReplaySeeds; ++seed) {
     traces::TraceFile trace;
     const SeedOutcome run = run_seed(config, seed, &trace);
@@ -103,7 +110,7 @@ TEST(Determinism, ReplayOfSavedTracesMatches) {
 
 TEST(Determinism, ReplayThroughATraceFileMatches) {
   ScratchDir dir;
-  workloads::RunConfig config;
+  workloads::RunConfig config = core_config();
   config.options["workers"] = 12;
   config.safety_ms = 300'000;
   for (uint64_t seed : {3, 77}) {
@@ -132,7 +139,7 @@ void tamper(sim::Choice& choice) {
 }
 
 TEST(Determinism, TamperedChoiceMakesReplayDivergeAtANamedEvent) {
-  const workloads::RunConfig config;
+  const workloads::RunConfig config = core_config();
   for (uint64_t seed = 0; seed < 10; ++seed) {
     for (const std::string stream : {"workload.core", "executor.order"}) {
       traces::TraceFile trace;
@@ -161,7 +168,7 @@ TEST(Determinism, TamperedChoiceMakesReplayDivergeAtANamedEvent) {
 TEST(Determinism, DivergenceInALoadedTraceNamesItsLine) {
   ScratchDir dir;
   traces::TraceFile trace;
-  run_seed(workloads::RunConfig{}, 5, &trace);
+  run_seed(core_config(), 5, &trace);
   tamper(trace.choices.choices[first_choice_in(trace.choices, "workload.core")]);
   const std::string path = dir.file("tampered.trace");
   traces::write_trace(path, trace);  // the choice log is not covered by the event hash: it loads
@@ -176,7 +183,7 @@ TEST(Determinism, DivergenceInALoadedTraceNamesItsLine) {
 
 TEST(Determinism, TruncatedChoiceLogDiverges) {
   traces::TraceFile trace;
-  run_seed(workloads::RunConfig{}, 6, &trace);
+  run_seed(core_config(), 6, &trace);
   trace.choices.choices.resize(trace.choices.choices.size() / 2);
   const ReplayOutcome replayed = replay(trace);
   EXPECT_FALSE(replayed.matched);

@@ -64,6 +64,7 @@ std::string join_lines(const std::vector<std::string>& lines) {
 // more than one line of choices).
 TraceFile real_trace(uint64_t seed, int64_t workers = 8) {
   workloads::RunConfig config;
+  config.workload = "core";
   config.options["workers"] = workers;
   TraceFile trace;
   const cli::SeedOutcome outcome = cli::run_seed(config, seed, &trace);

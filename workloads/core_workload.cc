@@ -30,6 +30,7 @@ struct Counters {
 class CoreWorkload final : public Workload {
  public:
   explicit CoreWorkload(const nlohmann::json& options) {
+    reject_unknown_options(options, "core", {"workers", "ops"});
     workers_ = positive_option(options, "core", "workers", kDefaultWorkers);
     ops_per_worker_ = positive_option(options, "core", "ops", kDefaultOpsPerWorker);
   }

@@ -16,7 +16,7 @@ inline constexpr sim::SimTime kDefaultSafetyMs = 600'000;        // runtime.md 1
 inline constexpr sim::SimTime kDefaultLivenessMs = 10'800'000;   // runtime.md 11.4: 3 h after heal
 
 struct RunConfig {
-  std::string workload = "core";
+  std::string workload = "runtime";
   std::string faults = "recoverable";  // none | recoverable | arbitrary (runtime.md 11.3)
   sim::SimTime start_time = sim::kDefaultStartTime;
   sim::SimTime safety_ms = kDefaultSafetyMs;

@@ -123,10 +123,12 @@ struct Ledger {
 
 class RuntimeWorkload final : public Workload {
  public:
-  explicit RuntimeWorkload(const nlohmann::json& options)
-      : objects_(positive_option(options, "runtime", "objects", kDefaultObjects)),
-        clients_(positive_option(options, "runtime", "clients", kDefaultClients)),
-        ops_(positive_option(options, "runtime", "ops", kDefaultOpsPerClient)) {}
+  explicit RuntimeWorkload(const nlohmann::json& options) {
+    reject_unknown_options(options, "runtime", {"objects", "clients", "ops"});
+    objects_ = positive_option(options, "runtime", "objects", kDefaultObjects);
+    clients_ = positive_option(options, "runtime", "clients", kDefaultClients);
+    ops_ = positive_option(options, "runtime", "ops", kDefaultOpsPerClient);
+  }
 
   void setup(sim::World& world, faults::FaultPlan& faults) override {
     world_ = &world;
@@ -295,7 +297,7 @@ class RuntimeWorkload final : public Workload {
   faults::FaultPlan* faults_ = nullptr;
   sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
-  int64_t objects_, clients_, ops_;
+  int64_t objects_ = 0, clients_ = 0, ops_ = 0;
   int64_t clients_done_ = 0;
   Ledger ledger_;
   std::map<std::string, std::string> relay_targets_;
