@@ -91,6 +91,7 @@ class RuntimeChecks final : public sim::TraceSink {
     uint64_t index = 0;      // position among the calls of its stub
     std::string to;
     int64_t deliveries = 0;
+    int64_t duplicates = 0;             // deliveries excused by rpc.duplicate_delivery faults
     std::optional<std::string> failed;  // the rpc.fail "how"
   };
 

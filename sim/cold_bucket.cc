@@ -131,6 +131,7 @@ class SimColdBucket final : public ColdBucket {
 };
 
 ColdBucket& ObjectRuntime::bucket_for(SimObject* caller, const std::string& name) {
+  bucket_names_.insert(name);
   auto& slot = buckets_[{caller, name}];
   if (!slot) slot = std::make_unique<SimColdBucket>(*this, caller, name);
   return *slot;

@@ -9,6 +9,8 @@
 namespace durasim::sim {
 namespace {
 
+constexpr int64_t kClockOffsetMaxMs = 500;  // runtime.md 11.2 clock.incarnation_offset
+
 std::string reset_message_for_storage(const std::string& error) { return "broken.outputGateBroken; " + error; }
 
 }  // namespace
@@ -18,6 +20,11 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
   ObjectRuntime& runtime = object.runtime();
   World& world = runtime.world();
   random_stream_ = world.random().stream("object.random");
+  // clock.incarnation_offset (arbitrary): this incarnation's now() is the World's plus a constant.
+  runtime.faults().fires(FaultKind::clock_incarnation_offset, site("start"), [&] {
+    clock_offset_ = world.random().between(world.random().stream("clock.offset"), -kClockOffsetMaxMs, kClockOffsetMaxMs);
+    return nlohmann::json{{"offset", clock_offset_}};
+  });
   idle_stream_ = world.random().stream("object.idle");
   context_ = std::make_unique<ObjectContext>(ObjectContext{
       {object.class_name(), object.name()},
@@ -188,11 +195,16 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
   const uint64_t number = commit.number;
   pending.timer = world.executor().at(confirm_at, [this] { confirm_due(); });
   if (gate_timeout) {
-    world.executor().at(world.now() + kGateTimeoutMs, [this, number] {
-      if (!alive_ || !pending_.count(number) || doomed_) return;
-      break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::uncertain)));
-      doom(ResetError{EndCause::gate_timeout,
-                      "Durable Object storage operation exceeded timeout which caused object to be reset.", true});
+    // This timer is not cancelled at the end: reach the incarnation through its object, since an
+    // ended one may already be freed (as the idle and limit timers do).
+    SimObject* object = &object_;
+    const int64_t incarnation = number_;
+    world.executor().at(world.now() + kGateTimeoutMs, [object, incarnation, number] {
+      Incarnation* live = object->live();
+      if (!live || live->number() != incarnation || !live->pending_.count(number) || live->doomed_) return;
+      live->break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::uncertain)));
+      live->doom(ResetError{EndCause::gate_timeout,
+                            "Durable Object storage operation exceeded timeout which caused object to be reset.", true});
     });
   }
 }
@@ -200,7 +212,7 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
 // Confirms, in commit order, every pending commit whose confirmation time has come (several may
 // fall due at the same instant; the executor may run their events in any order).
 void Incarnation::confirm_due() {
-  while (alive_ && !doomed_ && !pending_.empty() && pending_.begin()->second.confirm_at <= now()) {
+  while (alive_ && !doomed_ && !pending_.empty() && pending_.begin()->second.confirm_at <= object_.runtime().world().now()) {
     const uint64_t number = pending_.begin()->first;
     pending_.begin()->second.timer = kNoTimer;
     if (object_.runtime().faults().fires(FaultKind::storage_commit_uncertain, site("confirm"))) {
@@ -582,7 +594,7 @@ void Incarnation::abort(std::string_view reason) {
 // ---------------------------------------------------------------------------------------------
 // Clock, Random, Logger
 
-int64_t Incarnation::now() const { return object_.runtime().world().now(); }
+int64_t Incarnation::now() const { return object_.runtime().world().now() + clock_offset_; }
 
 namespace {
 // A sleep of an incarnation: counted so idleness knows a timer is pending.
@@ -621,11 +633,13 @@ class IncarnationSleep {
 
 Task<void> Incarnation::sleepFor(int64_t ms) {
   if (ms < 0) throw std::invalid_argument("sleepFor requires ms >= 0, got " + std::to_string(ms));
-  co_await IncarnationSleep(object_.runtime().world().executor(), now() + ms, sleeping_, object_.runtime().self_checks());
+  World& world = object_.runtime().world();
+  co_await IncarnationSleep(world.executor(), world.now() + ms, sleeping_, object_.runtime().self_checks());
 }
 
 Task<void> Incarnation::sleepUntil(int64_t t) {
-  co_await IncarnationSleep(object_.runtime().world().executor(), std::max(t, now()), sleeping_,
+  World& world = object_.runtime().world();
+  co_await IncarnationSleep(world.executor(), std::max(t - clock_offset_, world.now()), sleeping_,
                             object_.runtime().self_checks());
 }
 

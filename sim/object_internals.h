@@ -95,6 +95,8 @@ class SimObject {
   std::optional<int64_t> manager_at_;
   TimerId manager_timer_ = kNoTimer;
   bool late_pending_ = false;  // the current fire was already delayed by alarm.late
+  std::optional<int64_t> lost_alarm_;  // alarm.lost: this stored time never fires
+  std::optional<int64_t> early_for_;   // alarm.early: the manager fires early for this stored time
   bool alarm_running_ = false;
   // Retry state of the occurrence that last failed (runtime.md 7.4).
   std::optional<int64_t> retry_occurrence_;
@@ -249,6 +251,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   std::vector<const TaskScope*> rescued_;         // waiters of a failed commit, admitted while doomed
   std::optional<AlarmInvocationInfo> alarm_info_; // the running alarm handler's invocation
   uint64_t effects_produced_ = 0;
+  int64_t clock_offset_ = 0;  // clock.incarnation_offset
   TimerId alarm_limit_timer_ = kNoTimer, idle_timer_ = kNoTimer, end_timer_ = kNoTimer;
   std::map<std::string, std::unique_ptr<ObjectNamespace>, std::less<>> namespaces_;
   StreamId random_stream_, idle_stream_;

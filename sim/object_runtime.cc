@@ -7,6 +7,7 @@ namespace durasim::sim {
 namespace {
 
 constexpr int64_t kMinuteMs = 60'000;
+constexpr int64_t kHourMs = 3'600'000;
 constexpr int64_t kShortestSafetyMs = 60'000;                // runtime.md 11.4: safety lasts at least 60 s
 constexpr int64_t kStorageFullMarginMaxBytes = 1'000'000;     // runtime.md 11.2 storage.full
 constexpr int64_t kPartitionMinMs = 1'000, kPartitionMaxMs = 300'000;  // runtime.md 11.2 rpc.partition
@@ -77,7 +78,7 @@ void SimObject::schedule_code_update() {
 // The alarm manager
 
 std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
-  if (!stored) return std::nullopt;
+  if (!stored || stored == lost_alarm_) return std::nullopt;  // alarm.lost: silent until set again
   if (retry_occurrence_ == stored && retry_at_) return *retry_at_;
   return stored;
 }
@@ -95,11 +96,25 @@ void SimObject::arm_manager(std::optional<int64_t> at) {
 }
 
 void SimObject::manager_consider_earlier(std::optional<int64_t> stored) {
-  const std::optional<int64_t> target = desired_fire(stored);
-  if (!target || (manager_at_ && *manager_at_ <= *target)) return;
-  arm_manager(target);
   World& world = runtime_.world();
   const FaultSite site{label_, live_ ? live_->number() : 0, "alarm_set"};
+  if (stored && stored != lost_alarm_ && stored != manager_at_) {
+    lost_alarm_.reset();
+    if (runtime_.faults().fires(FaultKind::alarm_lost, site)) lost_alarm_ = stored;
+  }
+  const std::optional<int64_t> target = desired_fire(stored);
+  if (!target || (manager_at_ && *manager_at_ <= *target)) return;
+  // alarm.early: the manager fires, and the handler runs, up to a minute before the stored time.
+  int64_t early = 0;
+  if (runtime_.faults().fires(FaultKind::alarm_early, site, [&] {
+        early = world.random().between(fault_detail_stream_, 1, kAlarmMaxLateMs);
+        return nlohmann::json{{"early", early}, {"scheduled", *target}};
+      })) {
+    early_for_ = *target;
+    arm_manager(std::max(world.now(), *target - early));
+  } else {
+    arm_manager(target);
+  }
   int64_t spurious_at = 0;
   if (runtime_.faults().fires(FaultKind::alarm_spurious, site, [&] {
         spurious_at = world.random().between(fault_detail_stream_, world.now(), std::max(world.now(), *target));
@@ -119,6 +134,12 @@ void SimObject::manager_fire() {
   const int64_t now = world.now();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!stored) return;
+  const bool early = early_for_ && early_for_ == stored && !alarm_running_;
+  early_for_.reset();
+  if (early) {
+    ensure_live().run_alarm(AlarmInvocationInfo{0, false, *stored});
+    return;
+  }
   if (*stored > now || (retry_occurrence_ == stored && retry_at_ && *retry_at_ > now)) {
     if (!manager_at_ || *manager_at_ < now) arm_manager(desired_fire(stored));
     return;
@@ -218,6 +239,28 @@ ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions
       lag_stream_(world.random().stream("cold.lifecycle_lag")) {
   for (const auto& [bucket, rules] : options_.bucket_rules) cold_.set_rules(bucket, rules);
   arm_storage_full();
+  arm_cold_vanish();
+}
+
+// cold.vanish (arbitrary): every stored cold object gets one opportunity per simulated hour.
+void ObjectRuntime::arm_cold_vanish() {
+  if (faults_.healed()) return;
+  world_.executor().after(kHourMs, [this] {
+    if (faults_.healed()) return;
+    const int64_t now = world_.now();
+    for (const std::string& bucket : bucket_names_) {
+      std::vector<std::string> keys;
+      std::optional<std::string> cursor;
+      do {
+        const ColdList page = cold_.list(bucket, "", cursor, kColdListMax, now);
+        for (const ColdObject& object : page.objects) keys.push_back(object.key);
+        cursor = page.cursor;
+      } while (cursor);
+      for (const std::string& key : keys)
+        if (faults_.fires(FaultKind::cold_vanish, FaultSite{bucket + "/" + key, 0, "hour"})) cold_.vanish(bucket, key, now);
+    }
+    arm_cold_vanish();
+  });
 }
 
 // cold.lifecycle_lag (always on): each object written under an expiry rule draws its removal lag.

@@ -82,6 +82,7 @@ class ObjectRuntime {
  private:
   int64_t draw_lifecycle_lag(int64_t max);
   void arm_storage_full();
+  void arm_cold_vanish();
 
   World& world_;
   FaultInjector& faults_;
@@ -95,6 +96,7 @@ class ObjectRuntime {
   StreamId lag_stream_;
   uint64_t last_call_id_ = 0;
   Tallies self_checks_;
+  std::set<std::string> bucket_names_;  // every bucket an object or client has used
   std::map<std::string, int64_t> partitioned_until_;
 };
 

@@ -112,6 +112,11 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     auto self = shared_from_this();
     world.tasks().spawn("rpc.reply", forward_reply(self, call.id, reply, call.outcome, call.reply_latency));
     incarnation.deliver_call(call.method, call.args, reply);
+    // rpc.duplicate_delivery (arbitrary): the callee executes the call a second time; that reply is lost.
+    if (runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"})) {
+      world.emit("rpc.deliver", {{"call", call.id}, {"stub", id_}, {"to", callee.label()}, {"incarnation", incarnation.number()}});
+      incarnation.deliver_call(call.method, call.args, std::make_shared<Reply>(world.executor()));
+    }
   }
 
   // Carries the callee's reply back: reply latency, stalls and lost replies.
