@@ -74,6 +74,7 @@ Incarnation::~Incarnation() {
 // Segments and the input gate
 
 bool Incarnation::admits(const TaskScope& scope) const {
+  if (zombie_) return true;  // a zombie's frames run on until its grace period ends
   if (doomed_) return std::find(rescued_.begin(), rescued_.end(), &scope) != rescued_.end();
   return sections_.empty() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
 }
@@ -91,6 +92,7 @@ void Incarnation::segment_begin(TaskScope& scope) {
 
 void Incarnation::segment_end(TaskScope&) {
   in_segment_ = false;
+  if (zombie_) return;  // a zombie cannot write: nothing to commit, no faults to offer
   commit_segment();
   // object.reset: every segment end is a suspension point (or a completion) of the object.
   if (!doomed_ && object_.runtime().faults().fires(FaultKind::object_reset, site("suspend")))
@@ -254,6 +256,18 @@ void Incarnation::fail_commit(StorageCommitError::Outcome outcome) {
 
 void Incarnation::hold(std::string_view kind, std::function<void()> release, std::function<void()> drop) {
   const uint64_t produced = ++effects_produced_;
+  if (zombie_) {
+    // A zombie's calls and cold-store requests still leave (runtime.md 6.3); its callers already
+    // had their reset error, so a reply goes nowhere. Not gated: it has no commit to wait for.
+    if (kind == "reply") {
+      emit_effect("effect.dropped", kind, produced, object_.last_confirmed);
+      drop();
+      return;
+    }
+    emit_effect("effect.zombie", kind, produced, object_.last_confirmed);
+    release();
+    return;
+  }
   if (doomed_ || !alive_) {
     emit_effect("effect.dropped", kind, produced, watermark());
     drop();
@@ -341,15 +355,18 @@ void Incarnation::doom(const ResetError& error) {
   });
 }
 
-void Incarnation::end(const ResetError& error) {
+void Incarnation::end(const ResetError& error, bool zombie) {
   World& world = object_.runtime().world();
   Executor& executor = world.executor();
   alive_ = false;
+  zombie_ = zombie;
   for (TimerId timer : {idle_timer_, alarm_limit_timer_, end_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
   for (auto& [number, pending] : pending_)
     if (pending.timer != kNoTimer) executor.cancel(pending.timer);
-  group_.cancel_all();  // every frame of the incarnation, without resuming any (RT-19)
+  // Every frame of the incarnation goes, without resuming any (RT-19) -- unless it lingers as a
+  // zombie (runtime.md 6.3), whose frames run on without storage until its grace period ends.
+  if (!zombie) group_.cancel_all();
 
   SqliteStore& store = object_.store();
   store.rollback_open();
@@ -385,7 +402,7 @@ void Incarnation::end(const ResetError& error) {
     alarm_info_.reset();
     object_.alarm_outcome(scheduled, counted ? AlarmFailure::counted : AlarmFailure::uncounted);
   }
-  instance_.reset();  // its destructor may not touch storage: every call now throws
+  if (!zombie) instance_.reset();  // its destructor may not touch storage: every call now throws
   object_.manager_after_confirm(store.get_alarm());
 }
 
@@ -511,7 +528,7 @@ Task<void> Incarnation::run_alarm_handler(AlarmInvocationInfo info) {
   } catch (...) {
     failure = AlarmFailure::counted;
   }
-  if (!failure && !alarm_touched) {
+  if (!failure && !alarm_touched && alive_) {
     object_.store().delete_alarm();  // the deferred delete
     object_.runtime().self_checks().check("RT-13", !object_.store().get_alarm().has_value(), [&] {
       return object_.label() + ": the alarm survived its handler's success";

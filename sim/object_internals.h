@@ -25,6 +25,7 @@ inline constexpr int64_t kEvictIdleMinMs = 70'000;             // runtime.md 1
 inline constexpr int64_t kEvictIdleMaxMs = 140'000;            // runtime.md 1
 inline constexpr int64_t kGateTimeoutMs = 30'000;              // runtime.md 1
 inline constexpr int64_t kBlockConcurrencyTimeoutMs = 30'000;  // runtime.md 1
+inline constexpr int64_t kShutdownGraceMs = 30'000;            // runtime.md 1: a zombie's grace period
 
 // Why an incarnation ended; decides the callers' error message and the alarm failure class.
 enum class EndCause { hibernate, evict, injected, abort, code_update, storage, gate_timeout, bcw_timeout, bcw_throw, alarm_limit };
@@ -90,6 +91,7 @@ class SimObject {
   SqliteStore store_;
   std::unique_ptr<Incarnation> live_;
   std::vector<std::unique_ptr<Incarnation>> retired_;  // ended; destroyed at the next end or with the object
+  std::map<int64_t, std::unique_ptr<Incarnation>> zombies_;  // ended incarnations in their grace period
   int64_t next_incarnation_ = 1;
 
   std::optional<int64_t> manager_at_;
@@ -195,7 +197,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   // A fault or error that must end this incarnation: at once if no segment runs, else at its end.
   void doom(const ResetError& error);
   // Called by SimObject::end_live: tear down without resuming anything.
-  void end(const ResetError& error);
+  void end(const ResetError& error, bool zombie = false);
+  bool zombie() const { return zombie_; }
   // The run is over: destroy frames and the instance without recording anything.
   void shutdown();
 
@@ -233,6 +236,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   SimObject& object_;
   int64_t number_;
   bool alive_ = true;
+  bool zombie_ = false;  // ended, but its frames run on for the grace period (object.zombie)
   bool constructing_ = true;
   bool in_segment_ = false;
   std::optional<ResetError> doomed_;

@@ -39,6 +39,7 @@ SimObject::~SimObject() {
   for (TimerId timer : {manager_timer_, code_update_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
   if (live_) live_->shutdown();
+  for (auto& [number, zombie] : zombies_) zombie->shutdown();
 }
 
 Incarnation& SimObject::ensure_live() {
@@ -50,8 +51,23 @@ void SimObject::end_live(const ResetError& error) {
   if (!live_) return;
   retired_.clear();  // earlier retired incarnations are no longer on any stack
   std::unique_ptr<Incarnation> ending = std::move(live_);
-  ending->end(error);
-  retired_.push_back(std::move(ending));
+  const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
+  const bool zombie = reset && runtime_.faults().fires(FaultKind::object_zombie, FaultSite{label_, ending->number(), "reset"});
+  ending->end(error, zombie);
+  if (!zombie) {
+    retired_.push_back(std::move(ending));
+    return;
+  }
+  // object.zombie (arbitrary): its coroutines run on, without storage, for kShutdownGraceMs.
+  const int64_t number = ending->number();
+  zombies_.emplace(number, std::move(ending));
+  runtime_.world().executor().after(kShutdownGraceMs, [this, number] {
+    auto it = zombies_.find(number);
+    if (it == zombies_.end()) return;
+    it->second->shutdown();
+    retired_.push_back(std::move(it->second));
+    zombies_.erase(it);
+  });
 }
 
 // object.code_update: a per-object rate in events per simulated minute, drawn as one opportunity
