@@ -11,12 +11,14 @@
 #include <string>
 
 #include "cli/seed_run.h"
+#include "tests/test_files.h"
 #include "traces/trace_file.h"
 
 namespace durasim::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using durasim::testing::ScratchDir;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -43,23 +45,6 @@ workloads::RunConfig core_config() {
   return config;
 }
 
-// A unique scratch directory, removed at the end of the test even when an assertion fails.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "durasim_determinism_test.XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 TEST(Determinism, TwoHundredSeedsHashTheSameTwiceAndPass) {
   const workloads::RunConfig config = core_config();
@@ -109,7 +94,7 @@ TEST(Determinism, ReplayOfSavedTracesMatches) {
 }
 
 TEST(Determinism, ReplayThroughATraceFileMatches) {
-  ScratchDir dir;
+  ScratchDir dir("durasim_determinism_test");
   workloads::RunConfig config = core_config();
   config.options["workers"] = 12;
   config.safety_ms = 300'000;
@@ -166,7 +151,7 @@ TEST(Determinism, TamperedChoiceMakesReplayDivergeAtANamedEvent) {
 }
 
 TEST(Determinism, DivergenceInALoadedTraceNamesItsLine) {
-  ScratchDir dir;
+  ScratchDir dir("durasim_determinism_test");
   traces::TraceFile trace;
   run_seed(core_config(), 5, &trace);
   tamper(trace.choices.choices[first_choice_in(trace.choices, "workload.core")]);

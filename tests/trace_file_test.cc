@@ -13,52 +13,20 @@
 #include <vector>
 
 #include "cli/seed_run.h"
+#include "tests/test_files.h"
 #include "traces/trace_file.h"
 
 namespace durasim::traces {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace durasim::testing;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A unique scratch directory, removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "durasim_trace_file_test.XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
 
- private:
-  fs::path path_;
-};
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string join_lines(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
 
 // A real trace of the core workload; `workers` scales it (32 workers: several checkpoints and
 // more than one line of choices).
@@ -75,7 +43,7 @@ TraceFile real_trace(uint64_t seed, int64_t workers = 8) {
 
 // The text write_trace produces for `trace`.
 std::string trace_text(const TraceFile& trace) {
-  ScratchDir dir;
+  ScratchDir dir("durasim_trace_file_test");
   const std::string path = dir.file("t.trace");
   write_trace(path, trace);
   return read_text(path);
@@ -134,7 +102,7 @@ void expect_same_trace(const TraceFile& loaded, const TraceFile& original) {
 }
 
 TEST_F(TraceFileTest, RoundTripOfARealRun) {
-  ScratchDir dir;
+  ScratchDir dir("durasim_trace_file_test");
   const TraceFile original = real_trace(4);
   ASSERT_FALSE(original.events.empty());
   ASSERT_FALSE(original.choices.choices.empty());
