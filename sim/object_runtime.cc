@@ -1,6 +1,10 @@
 // Objects outside their incarnations (runtime.md 3, 7): lazy construction, ending incarnations,
 // the alarm manager with its retry schedule, per-object timed faults; and the runtime's registry.
 // Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14.
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
 #include "sim/object_internals.h"
 
 namespace durasim::sim {
@@ -18,6 +22,27 @@ SqlEnvironment environment_for(World& world) {
   return SqlEnvironment{[random, stream] { return random->bits(stream); }, [&world] { return world.now(); }};
 }
 
+// The file of a file-backed object store, emptied for this run: the label with every character outside [A-Za-z0-9._-]
+// escaped as %XX, so distinct objects never share a file.
+std::optional<std::string> store_path(const RuntimeOptions& options, const std::string& label) {
+  if (!options.storage_dir) return std::nullopt;
+  std::string name;
+  for (unsigned char c : label) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+      name += static_cast<char>(c);
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      name += escaped;
+    }
+  }
+  // Each run starts its objects empty: a file left by an earlier run is replaced.
+  std::filesystem::create_directories(*options.storage_dir);
+  const std::string path = *options.storage_dir + "/" + name + ".sqlite";
+  std::filesystem::remove(path);
+  return path;
+}
+
 }  // namespace
 
 SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string name, ObjectFactory factory)
@@ -26,7 +51,7 @@ SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string 
       name_(std::move(name)),
       label_(class_name_ + "/" + name_),
       factory_(std::move(factory)),
-      store_(environment_for(runtime.world())) {
+      store_(environment_for(runtime.world()), store_path(runtime.options(), label_)) {
   RandomSource& random = runtime.world().random();
   jitter_stream_ = random.stream("alarm.jitter");
   durability_stream_ = random.stream("storage.durability");

@@ -28,6 +28,9 @@ struct RuntimeOptions {
   bool delete_all_deletes_alarm = true;    // runtime.md 4.3
   std::set<std::string> variants;          // passed to every ObjectContext
   std::map<std::string, std::vector<LifecycleRule>> bucket_rules;  // cold-store lifecycle per bucket
+  // File-backed stores, one file per object in this directory, instead of memory. Each run starts
+  // them empty (files of an earlier run are replaced).
+  std::optional<std::string> storage_dir;
 };
 
 // What the runtime reports about one object, for checks and stuck-run reports.

@@ -124,7 +124,12 @@ struct Ledger {
 class RuntimeWorkload final : public Workload {
  public:
   explicit RuntimeWorkload(const nlohmann::json& options) {
-    reject_unknown_options(options, "runtime", {"objects", "clients", "ops"});
+    reject_unknown_options(options, "runtime", {"objects", "clients", "ops", "storage_dir"});
+    if (options.contains("storage_dir")) {
+      if (!options.at("storage_dir").is_string() || options.at("storage_dir").get<std::string>().empty())
+        throw std::invalid_argument("runtime workload option 'storage_dir' must be a directory path");
+      storage_dir_ = options.at("storage_dir").get<std::string>();
+    }
     objects_ = positive_option(options, "runtime", "objects", kDefaultObjects);
     clients_ = positive_option(options, "runtime", "clients", kDefaultClients);
     ops_ = positive_option(options, "runtime", "ops", kDefaultOpsPerClient);
@@ -136,6 +141,7 @@ class RuntimeWorkload final : public Workload {
     stream_ = world.random().stream("workload.runtime");
     sim::RuntimeOptions options;
     options.bucket_rules[kBucket] = {sim::LifecycleRule{"", kArchiveExpiryDays}};
+    options.storage_dir = storage_dir_;
     runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults, options);
     sim::FaultInjector* injector = &faults;
     runtime_->define_class(kClass, [injector](ObjectContext& ctx) { return std::make_unique<Counter>(ctx, *injector); });
@@ -304,6 +310,7 @@ class RuntimeWorkload final : public Workload {
   sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0;
+  std::optional<std::string> storage_dir_;  // file-backed object stores (option storage_dir)
   int64_t clients_done_ = 0;
   Ledger ledger_;
   std::map<std::string, std::string> relay_targets_;
