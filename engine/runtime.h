@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -332,7 +333,10 @@ struct ObjectContext {
   }
   ObjectNamespace& objects(std::string_view className) { return services.objects(className); }
   ColdBucket& bucket(std::string_view name) { return services.bucket(name); }
-  [[noreturn]] void abort(std::string_view reason) { services.abort(reason); }
+  [[noreturn]] void abort(std::string_view reason) {
+    services.abort(reason);
+    std::terminate();  // not reached: ObjectServices::abort never returns
+  }
 };
 
 // The application's class; the runtime constructs one per incarnation, with its ObjectContext. The
