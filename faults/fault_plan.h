@@ -62,6 +62,7 @@ class FaultPlan final : public sim::FaultInjector {
   // Unchanged by heal.
   int64_t latency(sim::LatencyKind kind) override;
   bool healed() const override { return healed_; }
+  bool may_fire(sim::FaultKind kind) const override { return !healed_ && enabled(kind); }
   // Switches every fault off for the rest of the run (runtime.md 11.4); latencies keep their
   // parameters. Idempotent.
   void heal() { healed_ = true; }

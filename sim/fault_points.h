@@ -74,6 +74,8 @@ class FaultInjector {
   virtual int64_t latency(LatencyKind kind) = 0;
   // True once the run has healed (runtime.md 11.4): no fault fires any more.
   virtual bool healed() const = 0;
+  // Whether `kind` can still fire in this run; hosts skip setting up opportunities that cannot.
+  virtual bool may_fire(FaultKind kind) const { return !healed(); }
 };
 
 // No faults at all and fixed 1 ms latencies: for unit tests of the simulator.
@@ -82,6 +84,7 @@ class QuietFaults final : public FaultInjector {
   bool fires(FaultKind, const FaultSite&, const std::function<nlohmann::json()>&) override { return false; }
   int64_t latency(LatencyKind) override { return 1; }
   bool healed() const override { return true; }
+  bool may_fire(FaultKind) const override { return false; }
 };
 
 }  // namespace durasim::sim

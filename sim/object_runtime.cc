@@ -285,7 +285,7 @@ ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions
 
 // cold.vanish (arbitrary): every stored cold object gets one opportunity per simulated hour.
 void ObjectRuntime::arm_cold_vanish() {
-  if (faults_.healed()) return;
+  if (!faults_.may_fire(FaultKind::cold_vanish)) return;
   world_.executor().after(kHourMs, [this] {
     if (faults_.healed()) return;
     const int64_t now = world_.now();
