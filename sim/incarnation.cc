@@ -135,7 +135,7 @@ void Incarnation::commit_segment() {
   if (faults.fires(FaultKind::alarm_schedule_reject, site("commit"))) {
     store.rollback_open();
     storage_.open_after_commit_.clear();
-    break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::definite)));
+    break_gate();
     doom(ResetError{EndCause::storage, reset_message_for_storage("alarm scheduling was rejected")});
     return;
   }
@@ -204,7 +204,7 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
     world.executor().at(world.now() + kGateTimeoutMs, [object, incarnation, number] {
       Incarnation* live = object->live();
       if (!live || live->number() != incarnation || !live->pending_.count(number) || live->doomed_) return;
-      live->break_gate(std::make_exception_ptr(StorageCommitError(StorageCommitError::Outcome::uncertain)));
+      live->break_gate();
       live->doom(ResetError{EndCause::gate_timeout,
                             "Durable Object storage operation exceeded timeout which caused object to be reset.", true});
     });
@@ -244,7 +244,7 @@ void Incarnation::fail_commit(StorageCommitError::Outcome outcome) {
                                                    {"incarnation", number_},
                                                    {"outcome", outcome == StorageCommitError::Outcome::definite ? "definite" : "uncertain"}});
   poison = SqlCriticalError(SqlCriticalError::Code::ioerr, error.what());
-  break_gate(std::make_exception_ptr(error));
+  break_gate();
   // Waiters see the commit error; the reset follows at their next suspension point.
   for (DurabilityWaiter& waiter : waiters_) {
     if (const TaskScope* scope = waiter.shot->waiting_scope()) rescued_.push_back(scope);
@@ -303,7 +303,7 @@ void Incarnation::release_effects() {
   }
 }
 
-void Incarnation::break_gate(const std::exception_ptr&) {
+void Incarnation::break_gate() {
   std::deque<Held> dropped = std::move(held_);
   held_.clear();
   for (Held& effect : dropped) {
@@ -357,13 +357,9 @@ void Incarnation::doom(const ResetError& error) {
 
 void Incarnation::end(const ResetError& error, bool zombie) {
   World& world = object_.runtime().world();
-  Executor& executor = world.executor();
   alive_ = false;
   zombie_ = zombie;
-  for (TimerId timer : {idle_timer_, alarm_limit_timer_, end_timer_})
-    if (timer != kNoTimer) executor.cancel(timer);
-  for (auto& [number, pending] : pending_)
-    if (pending.timer != kNoTimer) executor.cancel(pending.timer);
+  cancel_timers();
   // Every frame of the incarnation goes, without resuming any (RT-19) -- unless it lingers as a
   // zombie (runtime.md 6.3), whose frames run on without storage until its grace period ends.
   if (!zombie) group_.cancel_all();
@@ -382,7 +378,7 @@ void Incarnation::end(const ResetError& error, bool zombie) {
   }
   pending_.clear();
   object_.last_local = object_.last_confirmed;  // vanished commits are no one's watermark any more
-  break_gate(nullptr);
+  break_gate();
   const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
   RpcError::Flags flags;
   flags.durableObjectReset = true;
@@ -406,13 +402,18 @@ void Incarnation::end(const ResetError& error, bool zombie) {
   object_.manager_after_confirm(store.get_alarm());
 }
 
-void Incarnation::shutdown() {
+// The incarnation's own timers: idleness, the alarm limit, a scheduled end, pending confirmations.
+void Incarnation::cancel_timers() {
   Executor& executor = object_.runtime().world().executor();
-  alive_ = false;
   for (TimerId timer : {idle_timer_, alarm_limit_timer_, end_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
   for (auto& [number, pending] : pending_)
     if (pending.timer != kNoTimer) executor.cancel(pending.timer);
+}
+
+void Incarnation::shutdown() {
+  alive_ = false;
+  cancel_timers();
   group_.cancel_all();
   instance_.reset();
 }

@@ -23,11 +23,10 @@ constexpr const char* kInjectedStatementError = "SQL query failed: Network conne
 
 }  // namespace
 
-void IncarnationStorage::check_usable(bool write) {
+void IncarnationStorage::check_usable() {
   if (!owner_.alive()) throw ObjectResetError("Durable Object reset because its code was updated.");
   if (owner_.poison) throw *owner_.poison;
   if (owner_.doomed_) throw ObjectResetError(owner_.doomed_->message);
-  (void)write;
 }
 
 void IncarnationStorage::critical(SqlCriticalError error) {
@@ -37,7 +36,7 @@ void IncarnationStorage::critical(SqlCriticalError error) {
   after_commit_.clear();
   savepoint_depth_ = 0;
   owner_.poison = error;
-  owner_.break_gate(std::make_exception_ptr(error));
+  owner_.break_gate();
   owner_.doom(ResetError{EndCause::storage, "broken.outputGateBroken; " + std::string(error.what()),
                          error.code() == SqlCriticalError::Code::interrupt});
   throw error;
@@ -45,7 +44,7 @@ void IncarnationStorage::critical(SqlCriticalError error) {
 
 SqlCursor IncarnationStorage::execValues(std::string_view sql, std::vector<SqlValue> params) {
   const bool write = is_write_statement(sql);
-  check_usable(write);
+  check_usable();
   open_before_statement_ = owner_.object().store().in_transaction();
   FaultInjector& faults = owner_.object().runtime().faults();
   if (faults.fires(FaultKind::storage_statement_error, owner_.site("statement"))) statement_error(SqlError(kInjectedStatementError));
@@ -80,7 +79,7 @@ void IncarnationStorage::statement_error(const SqlError& error) {
 }
 
 void IncarnationStorage::runTransaction(const std::function<void(StorageTxn&)>& body) {
-  check_usable(true);
+  check_usable();
   SqliteStore& store = owner_.object().store();
   store.savepoint_begin();
   ++savepoint_depth_;
@@ -118,19 +117,19 @@ void IncarnationStorage::afterCommit(std::function<void()> hook) {
 }
 
 Task<void> IncarnationStorage::sync() {
-  check_usable(false);
+  check_usable();
   co_await owner_.wait_durable(owner_.watermark());
 }
 
 std::optional<int64_t> IncarnationStorage::getAlarm() {
-  check_usable(false);
+  check_usable();
   // Inside a running handler the alarm reads as none until the handler sets one (runtime.md 7.3).
   if (owner_.object().alarm_running() && !owner_.alarm_touched) return std::nullopt;
   return owner_.object().store().get_alarm();
 }
 
 void IncarnationStorage::setAlarm(int64_t scheduledTime) {
-  check_usable(true);
+  check_usable();
   if (scheduledTime <= 0) throw TypeError("setAlarm() requires a positive time");
   if (!owner_.constructing() && !owner_.instance().hasAlarmHandler())
     throw TypeError("setAlarm() requires an alarm() handler");
@@ -140,13 +139,13 @@ void IncarnationStorage::setAlarm(int64_t scheduledTime) {
 }
 
 void IncarnationStorage::deleteAlarm() {
-  check_usable(true);
+  check_usable();
   owner_.object().store().delete_alarm();
   owner_.alarm_touched = true;
 }
 
 void IncarnationStorage::deleteAll() {
-  check_usable(true);
+  check_usable();
   if (savepoint_depth_ > 0) throw TypeError("deleteAll() cannot be called inside a transaction");
   owner_.object().store().delete_all();
   if (owner_.object().runtime().options().delete_all_deletes_alarm) owner_.alarm_touched = true;

@@ -105,7 +105,7 @@ class SimObject {
   AlarmRetryState retry_;
   std::optional<int64_t> retry_at_;
   TimerId code_update_timer_ = kNoTimer;
-  StreamId jitter_stream_, durability_stream_, fault_detail_stream_;
+  StreamId jitter_stream_, fault_detail_stream_;
 };
 
 // The storage facade of one incarnation (runtime.md 4): every call checks that the incarnation is
@@ -130,7 +130,7 @@ class IncarnationStorage final : public ObjectStorage, public StorageTxn {
 
  private:
   friend class Incarnation;
-  void check_usable(bool write);
+  void check_usable();
   [[noreturn]] void critical(SqlCriticalError error);
   [[noreturn]] void statement_error(const SqlError& error);
 
@@ -213,7 +213,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   void fail_commit(StorageCommitError::Outcome outcome);
   void release_effects();
   void settle_waiters();
-  void break_gate(const std::exception_ptr& error);
+  void break_gate();
+  void cancel_timers();
   void update_idle();
   void finish_alarm(std::optional<AlarmFailure> failure);
   Task<void> run_call(std::string method, nlohmann::json args, std::shared_ptr<Reply> reply);

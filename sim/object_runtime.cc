@@ -54,7 +54,6 @@ SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string 
       store_(environment_for(runtime.world()), store_path(runtime.options(), label_)) {
   RandomSource& random = runtime.world().random();
   jitter_stream_ = random.stream("alarm.jitter");
-  durability_stream_ = random.stream("storage.durability");
   fault_detail_stream_ = random.stream("alarm.faults");
   schedule_code_update();
 }
