@@ -1,0 +1,49 @@
+// Shared conventions (scheduler.md 1): safe integers, rounding, serialize / deserialize.
+// Invariant kept: a value that serialize accepts round-trips through deserialize unchanged.
+#include "engine/conventions.h"
+
+#include <cmath>
+
+namespace durasim {
+
+namespace {
+
+// Whether `v` holds a non-finite number or a discarded value anywhere (dump would print the first as
+// null and the second as "<discarded>", so neither round-trips).
+bool hasUnstorable(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::discarded:
+      return true;
+    case nlohmann::json::value_t::number_float:
+      return !std::isfinite(v.get<double>());
+    case nlohmann::json::value_t::array:
+    case nlohmann::json::value_t::object:
+      for (const nlohmann::json& child : v)
+        if (hasUnstorable(child)) return true;
+      return false;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool isSafeNonNegative(int64_t x) { return x >= 0 && x <= kMaxSafeInteger; }
+
+double jsRound(double x) { return std::floor(x + 0.5); }
+
+std::optional<std::string> serialize(const nlohmann::json& v) {
+  if (hasUnstorable(v)) return std::nullopt;
+  try {
+    nlohmann::json wrapper = nlohmann::json::object();
+    wrapper["kind"] = "value";
+    wrapper["value"] = v;
+    return wrapper.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+nlohmann::json deserialize(const std::string& stored) { return nlohmann::json::parse(stored).at("value"); }
+
+}  // namespace durasim

@@ -1,0 +1,85 @@
+// Messages of the library errors (errors-and-contract.md 2) and the two classifiers over thrown
+// values (2.1, 2.2). Both classifiers never throw, whatever was thrown.
+#include "engine/errors.h"
+
+#include <utility>
+
+namespace durasim {
+
+namespace {
+
+constexpr char kDefaultName[] = "Error";
+constexpr char kUnknownMessage[] = "Unknown thrown value";
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+ErrorInfo normalized(std::string name, std::string message) {
+  if (name.empty()) name = kDefaultName;
+  if (message.empty()) message = kUnknownMessage;
+  return ErrorInfo{std::move(name), std::move(message)};
+}
+
+// name() of a library or runtime error; an override that throws counts as an empty name.
+template <class E>
+std::string nameOf(const E& e) noexcept {
+  try {
+    return e.name();
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace
+
+DurableAlarmTimeoutError::DurableAlarmTimeoutError(std::string name, int64_t ms)
+    : DurabilityError("Durable alarm " + quoted(name) + " timed out after " + std::to_string(ms) + "ms"),
+      alarmName_(std::move(name)),
+      timeoutMs_(ms) {}
+
+DurableRetryPolicyError::DurableRetryPolicyError(std::string label, std::exception_ptr cause)
+    : DurabilityError("Retry policy for " + label + " must produce a non-negative safe-integer timestamp"),
+      label_(std::move(label)),
+      cause_(std::move(cause)) {}
+
+DurableAttemptsExhaustedError::DurableAttemptsExhaustedError(std::string name, int64_t max)
+    : DurabilityError("Durable alarm " + quoted(name) + " exhausted its " + std::to_string(max) + " attempts"),
+      alarmName_(std::move(name)),
+      maxAttempts_(max) {}
+
+ErrorInfo serializeError(std::exception_ptr e) noexcept {
+  try {
+    if (!e) return normalized(kDefaultName, "null");
+    try {
+      std::rethrow_exception(e);
+    } catch (const DurabilityError& error) {
+      return normalized(nameOf(error), error.what());
+    } catch (const RuntimeError& error) {
+      return normalized(nameOf(error), error.what());
+    } catch (const std::exception& error) {
+      return normalized(kDefaultName, error.what());
+    } catch (const std::string& text) {
+      return normalized(kDefaultName, text);
+    } catch (const char* text) {
+      return normalized(kDefaultName, text ? text : "");
+    } catch (...) {
+      return normalized(kDefaultName, kUnknownMessage);
+    }
+  } catch (...) {  // allocation failure while building the strings: a short name needs no allocation
+    return ErrorInfo{kDefaultName, {}};
+  }
+}
+
+bool isNonRetryable(std::exception_ptr e) noexcept {
+  if (!e) return false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const NonRetryableError&) {
+    return true;
+  } catch (const DurabilityError& error) {
+    return nameOf(error) == "NonRetryableError";
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace durasim

@@ -1,0 +1,85 @@
+// Library error classes used by the scheduler, retry policy, named alarms and migrations
+// (errors-and-contract.md 2), with their exact name() strings and messages, plus serializeError
+// (2.1, never throws) and isNonRetryable (2.2). Runtime errors are never wrapped here.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "engine/runtime_errors.h"
+
+namespace durasim {
+
+// A schema migration cannot proceed (scheduler.md 8): unknown target, too many future migrations.
+class MigrationError : public DurabilityError {
+ public:
+  using DurabilityError::DurabilityError;
+  std::string name() const override { return "MigrationError"; }
+};
+
+// Makes a named-alarm failure terminal. Applications throw it or derive their own errors from it.
+class NonRetryableError : public DurabilityError {
+ public:
+  using DurabilityError::DurabilityError;
+  std::string name() const override { return "NonRetryableError"; }
+};
+
+// A named-alarm attempt passed its deadline: `Durable alarm "<name>" timed out after <ms>ms`.
+class DurableAlarmTimeoutError : public DurabilityError {
+ public:
+  DurableAlarmTimeoutError(std::string name, int64_t ms);
+  std::string name() const override { return "DurableAlarmTimeoutError"; }
+  const std::string& alarmName() const { return alarmName_; }
+  int64_t timeoutMs() const { return timeoutMs_; }
+
+ private:
+  std::string alarmName_;
+  int64_t timeoutMs_;
+};
+
+// A retry delay function threw or produced an unusable value:
+// `Retry policy for <label> must produce a non-negative safe-integer timestamp`. `cause()` is what
+// the delay function threw, or null when it returned a bad value.
+class DurableRetryPolicyError : public DurabilityError {
+ public:
+  DurableRetryPolicyError(std::string label, std::exception_ptr cause);
+  std::string name() const override { return "DurableRetryPolicyError"; }
+  const std::string& label() const { return label_; }
+  std::exception_ptr cause() const { return cause_; }
+
+ private:
+  std::string label_;
+  std::exception_ptr cause_;
+};
+
+// A claim was refused because the attempt bound was reached:
+// `Durable alarm "<name>" exhausted its <max> attempts`.
+class DurableAttemptsExhaustedError : public DurabilityError {
+ public:
+  DurableAttemptsExhaustedError(std::string name, int64_t max);
+  std::string name() const override { return "DurableAttemptsExhaustedError"; }
+  const std::string& alarmName() const { return alarmName_; }
+  int64_t maxAttempts() const { return maxAttempts_; }
+
+ private:
+  std::string alarmName_;
+  int64_t maxAttempts_;
+};
+
+// What is recorded of a failure (last_error_name / last_error, lifecycle events).
+struct ErrorInfo {
+  std::string name, message;
+  friend bool operator==(const ErrorInfo&, const ErrorInfo&) = default;
+};
+
+// errors-and-contract.md 2.1; never throws. Beyond the spec's list, a runtime error (RuntimeError of
+// runtime_errors.h: SqlError, StorageCommitError, RpcError, ...) reports its own name() rather than
+// "Error", so recorded failures say which runtime failure it was.
+ErrorInfo serializeError(std::exception_ptr e) noexcept;
+
+// errors-and-contract.md 2.2: `e` derives from NonRetryableError, or is a DurabilityError whose name()
+// is "NonRetryableError". False for null. Never throws.
+bool isNonRetryable(std::exception_ptr e) noexcept;
+
+}  // namespace durasim
