@@ -303,6 +303,19 @@ struct AlarmInvocationInfo {
   int64_t scheduledTime = 0;
 };
 
+// A one-way latch between coroutines of one incarnation (a promise resolved once, in JavaScript
+// terms). Waiters resume as new events of the object, never inside set(), in the order the host
+// chooses; a waiter whose frame is destroyed is simply forgotten. Dies with its incarnation.
+class AsyncEvent {
+ public:
+  virtual ~AsyncEvent() = default;
+  virtual void set() = 0;  // idempotent
+  virtual bool isSet() const = 0;
+  // Completes with true once set() was called, or with false after `timeoutMs` (>= 0) if given and
+  // set() has not been called by then. The timer is cancelled when the event is set first.
+  virtual Task<bool> wait(std::optional<int64_t> timeoutMs = std::nullopt) = 0;
+};
+
 // The host's services behind ObjectContext's member functions.
 class ObjectServices {
  public:
@@ -311,6 +324,10 @@ class ObjectServices {
   virtual ObjectNamespace& objects(std::string_view className) = 0;
   virtual ColdBucket& bucket(std::string_view name) = 0;
   [[noreturn]] virtual void abort(std::string_view reason) = 0;
+  virtual std::shared_ptr<AsyncEvent> makeEvent() = 0;
+  // Instrumentation for history checks: an observation the host records with the object's identity
+  // (a trace event under the simulator). Never changes behaviour; a host may drop it.
+  virtual void probe(std::string_view event, nlohmann::json fields) = 0;
 };
 
 // What capability code may use. Lives as long as its incarnation.
@@ -333,6 +350,8 @@ struct ObjectContext {
   }
   ObjectNamespace& objects(std::string_view className) { return services.objects(className); }
   ColdBucket& bucket(std::string_view name) { return services.bucket(name); }
+  std::shared_ptr<AsyncEvent> makeEvent() { return services.makeEvent(); }
+  void probe(std::string_view event, nlohmann::json fields) { services.probe(event, std::move(fields)); }
   [[noreturn]] void abort(std::string_view reason) {
     services.abort(reason);
     std::terminate();  // not reached: ObjectServices::abort never returns

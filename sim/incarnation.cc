@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sim/async_event.h"
 #include "sim/object_internals.h"
 
 namespace durasim::sim {
@@ -147,8 +148,18 @@ void Incarnation::commit_segment() {
   }
   const std::optional<LocalCommit> commit = store.commit_local();
   if (!commit) {
-    // Nothing changed after all: whatever waited for this commit waits for the previous one.
+    // Nothing changed after all: whatever waited for this commit waits for the previous one, and
+    // so do its after-commit hooks (they run now if every earlier commit is already confirmed).
+    std::vector<std::function<void()>> hooks = std::move(storage_.open_after_commit_);
     storage_.open_after_commit_.clear();
+    if (!pending_.empty()) {
+      auto& later = pending_.rbegin()->second.after_commit;
+      later.insert(later.end(), std::make_move_iterator(hooks.begin()), std::make_move_iterator(hooks.end()));
+    } else if (!hooks.empty()) {
+      system_segment([&] {
+        for (auto& hook : hooks) hook();
+      });
+    }
     release_effects();
     settle_waiters();
     return;
@@ -413,6 +424,7 @@ void Incarnation::cancel_timers() {
 
 void Incarnation::shutdown() {
   alive_ = false;
+  zombie_ = false;  // from here on nothing of it is observable (probes from frame destructors drop)
   cancel_timers();
   group_.cancel_all();
   instance_.reset();
@@ -602,6 +614,17 @@ Task<void> Incarnation::bcw_section(std::function<Task<void>()> body) {
     doom(ResetError{EndCause::bcw_throw, "broken.reset; Durable Object was reset"});
     throw;
   }
+}
+
+std::shared_ptr<AsyncEvent> Incarnation::makeEvent() {
+  return std::make_shared<SimAsyncEvent>(object_.runtime().world().executor(), sleeping_);
+}
+
+void Incarnation::probe(std::string_view event, nlohmann::json fields) {
+  if (!alive_ && !zombie_) return;  // frames being destroyed at the end observe nothing (RT-19)
+  fields["object"] = object_.label();
+  fields["incarnation"] = number_;
+  object_.runtime().world().emit(event, std::move(fields));
 }
 
 void Incarnation::abort(std::string_view reason) {

@@ -168,6 +168,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   ObjectNamespace& objects(std::string_view className) override;
   ColdBucket& bucket(std::string_view name) override;
   [[noreturn]] void abort(std::string_view reason) override;
+  std::shared_ptr<AsyncEvent> makeEvent() override;
+  void probe(std::string_view event, nlohmann::json fields) override;
 
   // Clock, Random, Logger of this incarnation.
   int64_t now() const override;

@@ -1,0 +1,352 @@
+// The shared scheduler (scheduler.md 2-3); see scheduler.h. Probes ("sch.*") report what the
+// engine did for the history checks in properties/; they never change behaviour.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "engine/errors.h"
+#include "engine/variants.h"
+
+namespace durasim {
+
+namespace {
+// Storage instances with a scheduler attached (one per object incarnation, scheduler.md 2).
+std::set<const ObjectStorage*>& attachedStorages() {
+  thread_local std::set<const ObjectStorage*> attached;
+  return attached;
+}
+
+nlohmann::json optionalJson(const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Permits (scheduler.md 3.5)
+
+struct Permit::Pool {
+  struct Waiter {
+    std::shared_ptr<AsyncEvent> granted;
+    int64_t permit = 0;  // the permit handed over, once granted
+  };
+  ObjectContext* ctx = nullptr;
+  int64_t capacity = 0;
+  int64_t free = 0;
+  int64_t lastId = 0;
+  std::deque<std::shared_ptr<Waiter>> waiters;  // FIFO
+
+  void probe(std::string_view op, int64_t id) {
+    ctx->probe("sch.permit", {{"op", op}, {"permit", id}, {"free", free}, {"capacity", capacity},
+                              {"waiting", static_cast<int64_t>(waiters.size())}});
+  }
+};
+
+Permit::Permit(Permit&& other) noexcept : pool_(std::move(other.pool_)), id_(other.id_) {}
+
+Permit& Permit::operator=(Permit&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = std::move(other.pool_);
+    id_ = other.id_;
+  }
+  return *this;
+}
+
+void Permit::release() {
+  if (!pool_) return;
+  std::shared_ptr<Pool> pool = std::move(pool_);
+  pool_.reset();
+  pool->probe("release", id_);
+  if (!pool->waiters.empty()) {
+    std::shared_ptr<Pool::Waiter> waiter = pool->waiters.front();
+    pool->waiters.pop_front();
+    waiter->permit = ++pool->lastId;
+    pool->probe("grant", waiter->permit);
+    waiter->granted->set();
+    return;
+  }
+  ++pool->free;
+}
+
+std::optional<Permit> Engine::tryAcquirePermit() {
+  if (pool_->free <= 0) return std::nullopt;
+  --pool_->free;
+  Permit permit(pool_, ++pool_->lastId);
+  pool_->probe("acquire", permit.id_);
+  return permit;
+}
+
+Task<Permit> Engine::acquirePermit() {
+  if (std::optional<Permit> permit = tryAcquirePermit()) co_return std::move(*permit);
+  auto waiter = std::make_shared<Permit::Pool::Waiter>();
+  waiter->granted = ctx_.makeEvent();
+  pool_->waiters.push_back(waiter);
+  pool_->probe("wait", 0);
+  co_await waiter->granted->wait();
+  co_return Permit(pool_, waiter->permit);
+}
+
+int64_t Engine::freePermits() const { return pool_->free; }
+
+// ---------------------------------------------------------------------------------------------
+// Construction and participants (scheduler.md 2, 3.1)
+
+Engine::Engine(ObjectContext& ctx, const SchedulerOptions& options)
+    : ctx_(ctx),
+      options_(options),
+      ownKindOnly_(ctx.variants.count(std::string(variants::kReconcileOwnKindOnly)) > 0),
+      pool_(std::make_shared<Permit::Pool>()) {
+  pool_->ctx = &ctx;
+  pool_->capacity = options.alarmConcurrency;
+  pool_->free = options.alarmConcurrency;
+}
+
+Engine::~Engine() = default;
+
+void Engine::registerParticipant(Participant& participant) {
+  const std::string kind = participant.kind();
+  if (hasParticipant(kind)) {
+    ctx_.probe("sch.participant", {{"kind", kind}, {"accepted", false}});
+    throw TypeError("Scheduler participant \"" + kind + "\" is already attached");
+  }
+  participants_.push_back(&participant);
+  ctx_.probe("sch.participant", {{"kind", kind}, {"accepted", true}});
+}
+
+void Engine::unregisterParticipant(Participant& participant) {
+  participants_.erase(std::remove(participants_.begin(), participants_.end(), &participant), participants_.end());
+}
+
+bool Engine::hasParticipant(std::string_view kind) const {
+  return std::any_of(participants_.begin(), participants_.end(), [&](Participant* p) { return p->kind() == kind; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reconciliation (scheduler.md 3.2)
+
+void EngineTxn::reconcile() {
+  if (requested_) return;
+  requested_ = true;
+  engine_.requestReconcile(sql, kind_);
+}
+
+void Engine::reconcileWithin(StorageTxn& applicationTxn, std::string kind) { requestReconcile(applicationTxn, kind); }
+
+void Engine::requestReconcile(StorageTxn& txn, const std::string& kind) {
+  txn.beforeCommit([this, kind](StorageTxn& hookTxn) { reconcileNow(hookTxn, kind); });
+}
+
+void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {
+  std::optional<int64_t> next;
+  for (Participant* participant : participants_) {
+    if (ownKindOnly_ && participant->kind() != kind) continue;
+    const std::optional<int64_t> candidate = participant->nextPendingAt(txn);
+    if (candidate && (!next || *candidate < *next)) next = candidate;
+  }
+  const int64_t now = ctx_.clock.now();
+  const std::optional<int64_t> current = txn.getAlarm();
+  std::optional<int64_t> written;
+  bool deleted = false;
+  if (!next) {
+    if (current) {
+      txn.deleteAlarm();
+      deleted = true;
+    }
+  } else {
+    const int64_t target = std::max(*next, now + options_.alarmMinDelayMs);
+    if (!current || *current < *next || *current > target) {
+      txn.setAlarm(target);
+      written = target;
+    }
+  }
+  ctx_.probe("sch.reconcile", {{"now", now},
+                               {"next", optionalJson(next)},
+                               {"before", optionalJson(current)},
+                               {"written", optionalJson(written)},
+                               {"deleted", deleted},
+                               {"min_delay", options_.alarmMinDelayMs}});
+  txn.afterCommit([this, next, now] {
+    ctx_.probe("sch.reconcile.durable", {{"reconciled_at", now}, {"next", optionalJson(next)}});
+    scheduleEarlyTimer(next);
+  });
+}
+
+struct Engine::Refresh {
+  std::shared_ptr<AsyncEvent> done;
+  std::exception_ptr error;
+};
+
+Task<void> Engine::scheduleNextAlarm() {
+  if (std::shared_ptr<Refresh> inFlight = refresh_) {
+    co_await inFlight->done->wait();
+    if (inFlight->error) std::rethrow_exception(inFlight->error);
+    co_return;
+  }
+  auto refresh = std::make_shared<Refresh>();
+  refresh->done = ctx_.makeEvent();
+  refresh_ = refresh;
+  try {
+    co_await transaction("", [](EngineTxn& txn) { txn.reconcile(); });
+  } catch (...) {
+    refresh->error = std::current_exception();
+  }
+  if (refresh_ == refresh) refresh_.reset();
+  refresh->done->set();
+  if (refresh->error) std::rethrow_exception(refresh->error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Early timer (scheduler.md 3.3)
+
+struct Engine::EarlyTimer {
+  int64_t next = 0;
+  std::shared_ptr<AsyncEvent> cancelled;
+};
+
+void Engine::scheduleEarlyTimer(std::optional<int64_t> next) {
+  if (earlyTimer_ && next && earlyTimer_->next == *next) return;
+  if (earlyTimer_) {
+    ctx_.probe("sch.timer.cancel", {{"next", earlyTimer_->next}});
+    earlyTimer_->cancelled->set();
+    earlyTimer_.reset();
+  }
+  const int64_t now = ctx_.clock.now();
+  if (!next || *next >= now + options_.alarmMinDelayMs) return;
+  auto timer = std::make_shared<EarlyTimer>();
+  timer->next = *next;
+  timer->cancelled = ctx_.makeEvent();
+  earlyTimer_ = timer;
+  ctx_.probe("sch.timer.arm", {{"next", *next}, {"now", now}, {"min_delay", options_.alarmMinDelayMs}});
+  ctx_.waitUntil(earlyTimerTask(std::move(timer)));
+}
+
+Task<void> Engine::earlyTimerTask(std::shared_ptr<EarlyTimer> timer) {
+  const bool cancelled = co_await timer->cancelled->wait(std::max<int64_t>(timer->next - ctx_.clock.now(), 0));
+  if (cancelled) co_return;
+  if (earlyTimer_ == timer) earlyTimer_.reset();
+  ctx_.probe("sch.timer.fire", {{"next", timer->next}});
+  Task<void> run = alarm(std::nullopt);
+  co_await logged(std::move(run), "early_timer");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The alarm entry point and handoff (scheduler.md 3.4)
+
+struct Engine::AlarmRun {
+  std::shared_ptr<AsyncEvent> done;
+  std::exception_ptr error;
+};
+
+Task<void> Engine::alarm(std::optional<AlarmInvocationInfo> info) {
+  const int64_t startedAt = ctx_.clock.now();
+  ctx_.probe("sch.alarm.start", {{"platform", info.has_value()}});
+  auto run = std::make_shared<AlarmRun>();
+  run->done = ctx_.makeEvent();
+  ctx_.waitUntil(runParticipants(startedAt, info, run));
+  const int64_t remaining = std::max<int64_t>(options_.alarmHandoffMs - (ctx_.clock.now() - startedAt), 0);
+  const bool finished = co_await run->done->wait(remaining);
+  if (!finished) {
+    co_await handoff();
+    co_return;
+  }
+  if (run->error) std::rethrow_exception(run->error);
+  co_await scheduleNextAlarm();
+  ctx_.probe("sch.alarm.end", {{"started_at", startedAt}});
+}
+
+Task<void> Engine::runParticipants(int64_t startedAt, std::optional<AlarmInvocationInfo> info,
+                                   std::shared_ptr<AlarmRun> run) {
+  std::vector<Task<void>> runs;
+  runs.reserve(participants_.size());
+  for (Participant* participant : participants_) runs.push_back(participant->runDue(startedAt, info));
+  try {
+    co_await when_all(std::move(runs));
+  } catch (...) {
+    run->error = std::current_exception();
+  }
+  run->done->set();
+}
+
+Task<void> Engine::handoff() {
+  const int64_t now = ctx_.clock.now();
+  const int64_t t = now + options_.alarmMinDelayMs;
+  std::optional<int64_t> before, written;
+  co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    before = txn.getAlarm();
+    if (!before || *before > t) {
+      txn.setAlarm(t);
+      written = t;
+    }
+  });
+  ctx_.probe("sch.handoff", {{"now", now}, {"before", optionalJson(before)}, {"written", optionalJson(written)},
+                             {"min_delay", options_.alarmMinDelayMs}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency helpers (scheduler.md 3.5) and background work
+
+struct Engine::ConcurrentRun {
+  std::size_t count = 0;
+  std::size_t nextIndex = 0;
+  std::function<Task<void>(std::size_t)> worker;
+  std::exception_ptr firstError;
+};
+
+Task<void> Engine::runConcurrent(std::size_t count, std::function<Task<void>(std::size_t)> worker) {
+  auto run = std::make_shared<ConcurrentRun>();
+  run->count = count;
+  run->worker = std::move(worker);
+  const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(options_.alarmConcurrency), count);
+  std::vector<Task<void>> tasks;
+  tasks.reserve(workers);
+  for (std::size_t i = 0; i < workers; ++i) tasks.push_back(concurrentWorker(run));
+  co_await when_all(std::move(tasks));
+  if (run->firstError) std::rethrow_exception(run->firstError);
+}
+
+Task<void> Engine::concurrentWorker(std::shared_ptr<ConcurrentRun> run) {
+  while (run->nextIndex < run->count) {
+    const std::size_t index = run->nextIndex++;
+    try {
+      co_await run->worker(index);
+    } catch (...) {
+      if (!run->firstError) run->firstError = std::current_exception();
+    }
+  }
+}
+
+void Engine::background(Task<void> work, const char* what) { ctx_.waitUntil(logged(std::move(work), what)); }
+
+Task<void> Engine::logged(Task<void> work, const char* what) {
+  try {
+    co_await std::move(work);
+  } catch (...) {
+    const ErrorInfo error = serializeError(std::current_exception());
+    ctx_.logger.error("durability.background_execution.failed",
+                      {{"what", what}, {"error", error.message}, {"name", error.name}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DurabilityScheduler (scheduler.md 2)
+
+namespace {
+const SchedulerOptions& validated(const SchedulerOptions& options) {
+  if (options.alarmConcurrency <= 0) throw RangeError("alarmConcurrency must be a positive integer");
+  if (options.alarmMinDelayMs < kMinAlarmMinDelayMs || options.alarmMinDelayMs > kMaxAlarmMinDelayMs)
+    throw RangeError("alarmMinDelayMs must be between 1000 and 15000");
+  if (options.alarmHandoffMs <= 0) throw RangeError("alarmHandoffMs must be a positive integer");
+  return options;
+}
+}  // namespace
+
+DurabilityScheduler::DurabilityScheduler(ObjectContext& ctx, SchedulerOptions options) : storage_(&ctx.storage) {
+  validated(options);
+  if (!attachedStorages().insert(storage_).second)
+    throw TypeError("A DurabilityScheduler is already attached to this object");
+  engine_ = std::make_unique<Engine>(ctx, options);
+}
+
+DurabilityScheduler::~DurabilityScheduler() { attachedStorages().erase(storage_); }
+
+}  // namespace durasim
