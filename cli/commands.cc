@@ -1,11 +1,17 @@
-// `durasim run` and `durasim replay`; see commands.h.
+// `durasim run`, `durasim replay` and `durasim properties`; see commands.h.
 #include "cli/commands.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/seed_run.h"
+#include "properties/registry.h"
 #include "traces/recorder.h"
 
 namespace durasim::cli {
@@ -112,6 +118,53 @@ void check_determinism(const workloads::RunConfig& config, const traces::TraceFi
   });
 }
 
+std::string upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
+  return text;
+}
+
+std::string family_list() {
+  std::string list;
+  for (const properties::InvariantFamily& family : properties::invariant_families())
+    list += list.empty() ? std::string(family.id) : ", " + std::string(family.id);
+  return list;
+}
+
+// The families named by --family (each value may be a comma list), upper-cased and checked.
+std::set<std::string> selected_families(const std::vector<std::string>& values) {
+  std::set<std::string> selected;
+  for (const std::string& value : values) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', start);
+      const std::string name = upper(value.substr(start, comma - start));
+      const auto& families = properties::invariant_families();
+      if (std::none_of(families.begin(), families.end(), [&](const auto& f) { return f.id == name; }))
+        throw std::invalid_argument("unknown family '" + name + "' (families: " + family_list() + ")");
+      selected.insert(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return selected;
+}
+
+// Names the bad ID and, when its family exists, the family's range.
+std::string unknown_id_message(const std::string& id) {
+  std::string message = "unknown invariant id '" + id + "'";
+  const std::string family = upper(id.substr(0, id.find('-')));
+  std::vector<std::string_view> members;
+  for (const properties::Invariant& invariant : properties::invariant_registry())
+    if (invariant.family == family) members.push_back(invariant.id);
+  if (!members.empty())
+    message += " (" + family + " has " + std::string(members.front()) + ".." + std::string(members.back()) + ")";
+  return message + "; durasim properties lists them all";
+}
+
+std::string entry_line(const properties::Invariant& i) {
+  return std::string(i.id) + "  [" + std::string(i.kinds) + "]  " + std::string(i.title) + " — " + std::string(i.statement);
+}
+
 }  // namespace
 
 std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text) {
@@ -174,6 +227,7 @@ int run_command(const RunOptions& options, std::ostream& out, std::ostream& err)
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   print_summary(options, range, campaign, wall, out);
+  if (report_unknown_invariants(campaign.tallies, err) > 0) return kExitBadInput;
   return campaign.passed == campaign.seeds ? kExitOk : kExitFailed;
 }
 
@@ -199,6 +253,59 @@ int replay_command(const std::string& path, bool verbose, std::ostream& out, std
     out << "  final hash " << traces::hash_hex(outcome.hash) << " != recorded " << traces::hash_hex(trace.hash) << "\n";
   if (verbose) out << "  replayed " << outcome.events << " events of " << trace.events.size() << "\n";
   return kExitFailed;
+}
+
+std::size_t report_unknown_invariants(const sim::Tallies& tallies, std::ostream& err) {
+  std::size_t unknown = 0;
+  for (const auto& [id, tally] : tallies.by_id()) {
+    if (properties::find_invariant(id)) continue;
+    err << "durasim run: unknown invariant id " << id << " (not in spec/invariants-*.md)\n";
+    ++unknown;
+  }
+  return unknown;
+}
+
+int properties_command(const PropertiesOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<const properties::Invariant*> shown;
+  try {
+    if (options.id && !options.families.empty()) throw std::invalid_argument("give --id or --family, not both");
+    if (options.id) {
+      const properties::Invariant* invariant = properties::find_invariant(upper(*options.id));
+      if (!invariant) throw std::invalid_argument(unknown_id_message(*options.id));
+      shown.push_back(invariant);
+    } else {
+      const std::set<std::string> families = selected_families(options.families);
+      for (const properties::Invariant& invariant : properties::invariant_registry())
+        if (families.empty() || families.count(std::string(invariant.family))) shown.push_back(&invariant);
+    }
+  } catch (const std::exception& e) {
+    err << "durasim properties: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  if (options.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const properties::Invariant* i : shown)
+      list.push_back({{"id", i->id}, {"family", i->family}, {"title", i->title}, {"kinds", i->kinds}, {"statement", i->statement}});
+    out << list.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (options.id) {
+    out << entry_line(*shown.front()) << "\n";
+    return kExitOk;
+  }
+  std::size_t families_shown = 0;
+  for (const properties::InvariantFamily& family : properties::invariant_families()) {
+    std::vector<const properties::Invariant*> members;
+    for (const properties::Invariant* i : shown)
+      if (i->family == family.id) members.push_back(i);
+    if (members.empty()) continue;
+    out << (families_shown++ ? "\n" : "") << family.id << " — " << family.name << ": " << members.size()
+        << (members.size() == 1 ? " invariant" : " invariants") << "\n";
+    for (const properties::Invariant* i : members) out << entry_line(*i) << "\n";
+  }
+  out << "\n" << shown.size() << " invariants in " << families_shown << (families_shown == 1 ? " family" : " families") << "\n";
+  return kExitOk;
 }
 
 }  // namespace durasim::cli

@@ -8,6 +8,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
+
+namespace durasim::sim {
+class Tallies;
+}
 
 namespace durasim::cli {
 
@@ -27,8 +32,20 @@ struct RunOptions {
   std::map<std::string, std::string> workload_options;  // key=value, value parsed as JSON if it is
 };
 
+struct PropertiesOptions {
+  std::vector<std::string> families;  // --family: only these families ("SCH", or "SCH,ALM"); empty: all
+  std::optional<std::string> id;      // --id: only this invariant
+  bool json = false;                  // a JSON array instead of the text listing
+};
+
 int run_command(const RunOptions& options, std::ostream& out, std::ostream& err);
 int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err);
+// Lists the invariant registry (properties/registry.h); an unknown family or ID is bad input.
+int properties_command(const PropertiesOptions& options, std::ostream& out, std::ostream& err);
+
+// Writes "unknown invariant id X" to `err` for every ID in `tallies` missing from the registry (a
+// programming error: a check counted under an ID the spec does not define); returns how many.
+std::size_t report_unknown_invariants(const sim::Tallies& tallies, std::ostream& err);
 
 // "A..B" -> {A, B}; throws std::invalid_argument with a message naming the problem.
 std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text);

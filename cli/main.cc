@@ -31,6 +31,13 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("FILE", replay_path, "trace file")->required();
   replay_cmd->add_flag("--verbose,-v", replay_verbose, "say more about a divergence");
 
+  PropertiesOptions properties;
+  CLI::App* properties_cmd = app.add_subcommand("properties", "list the invariants: ID, check kinds, title, statement");
+  properties_cmd->add_option("--family", properties.families, "only these families (SCH, ALM, ...; repeat or comma-separate)")
+      ->delimiter(',');
+  properties_cmd->add_option("--id", properties.id, "only this invariant, e.g. SCH-02");
+  properties_cmd->add_flag("--json", properties.json, "print a JSON array of {id, family, title, kinds, statement}");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,5 +56,6 @@ int main(int argc, char** argv) {
     }
     return run_command(run, std::cout, std::cerr);
   }
+  if (*properties_cmd) return properties_command(properties, std::cout, std::cerr);
   return replay_command(replay_path, replay_verbose, std::cout, std::cerr);
 }

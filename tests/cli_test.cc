@@ -1,6 +1,8 @@
 // The durasim binary as a process (DURASIM_BINARY): exit codes 0 / 1 / 2 and their messages for
-// `run` (a passing campaign, bad seed ranges, unknown workloads, invalid options) and `replay` (a
-// saved trace, malformed / truncated / wrong-version files with a one-line error, a diverging trace).
+// `run` (a passing campaign, bad seed ranges, unknown workloads, invalid options), `replay` (a
+// saved trace, malformed / truncated / wrong-version files with a one-line error, a diverging trace)
+// and `properties` (listing, filters, JSON, unknown family or ID); plus the run summary's refusal of
+// invariant IDs missing from the registry.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -10,12 +12,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
+#include "properties/registry.h"
+#include "sim/tally.h"
 #include "tests/test_files.h"
 
 namespace {
@@ -24,6 +30,21 @@ namespace fs = std::filesystem;
 using namespace durasim::testing;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The invariant lines of a `durasim properties` listing ("SCH-02  [H]  Alarm window — ...").
+std::vector<std::string> invariant_lines(const std::string& out) {
+  static const std::regex entry(R"(^[A-Z]+-[0-9]+  \[[SHLM+]+\]  .+ — .+$)");
+  std::vector<std::string> lines;
+  for (const std::string& line : split_lines(out))
+    if (std::regex_match(line, entry)) lines.push_back(line);
+  return lines;
+}
+
+std::size_t registry_count(std::string_view family) {
+  const auto& registry = durasim::properties::invariant_registry();
+  return static_cast<std::size_t>(
+      std::count_if(registry.begin(), registry.end(), [&](const auto& i) { return i.family == family; }));
+}
 
 
 
@@ -242,6 +263,97 @@ TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "DIVERGED")) << r.out;
   EXPECT_TRUE(contains(r.out, "event #")) << r.out;
+}
+
+TEST_F(CliTest, PropertiesListsEveryInvariantByFamily) {
+  const Result r = durasim("properties");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto& registry = durasim::properties::invariant_registry();
+  const std::vector<std::string> lines = invariant_lines(r.out);
+  ASSERT_EQ(lines.size(), registry.size()) << r.out;
+  for (std::size_t k = 0; k < lines.size(); ++k)
+    EXPECT_EQ(lines[k].rfind(std::string(registry[k].id) + "  [", 0), 0u) << lines[k];
+  EXPECT_TRUE(contains(r.out, "\nSCH-02  [H]  Alarm window — ")) << r.out;
+  for (const auto& family : durasim::properties::invariant_families()) {
+    const std::string header = std::string(family.id) + " — " + std::string(family.name) + ": " +
+                               std::to_string(registry_count(family.id)) + " invariants\n";
+    EXPECT_TRUE(contains(r.out, header)) << header;
+  }
+  std::string footer = "\n";  // built step by step: GCC 12 warns (-Wrestrict) on "\n" + to_string(...)
+  footer += std::to_string(registry.size());
+  footer += " invariants in 9 families\n";
+  EXPECT_TRUE(contains(r.out, footer)) << r.out;
+}
+
+TEST_F(CliTest, PropertiesFamilyFilter) {
+  const Result r = durasim("properties --family SCH,rte --family RT");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = invariant_lines(r.out);
+  EXPECT_EQ(lines.size(), registry_count("SCH") + registry_count("RTE") + registry_count("RT")) << r.out;
+  for (const std::string& line : lines)
+    EXPECT_TRUE(line.rfind("SCH-", 0) == 0 || line.rfind("RTE-", 0) == 0 || line.rfind("RT-", 0) == 0) << line;
+  EXPECT_TRUE(contains(r.out, "RTE — routing and load: 11 invariants")) << r.out;
+  EXPECT_FALSE(contains(r.out, "EVT-")) << r.out;
+  EXPECT_TRUE(contains(r.out, "invariants in 3 families")) << r.out;
+}
+
+TEST_F(CliTest, PropertiesOneId) {
+  const Result r = durasim("properties --id SCH-02");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = split_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].rfind("SCH-02  [H]  Alarm window — ", 0), 0u) << r.out;
+  EXPECT_EQ(lines[0], invariant_lines(r.out).at(0));
+}
+
+TEST_F(CliTest, PropertiesJsonIsCompleteAndParses) {
+  const Result r = durasim("properties --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json list = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(list.is_discarded()) << r.out;
+  ASSERT_TRUE(list.is_array());
+  const auto& registry = durasim::properties::invariant_registry();
+  ASSERT_EQ(list.size(), registry.size());
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const nlohmann::json& entry = list[k];
+    for (const char* key : {"id", "family", "title", "kinds", "statement"})
+      ASSERT_TRUE(entry.contains(key) && entry[key].is_string() && !entry[key].get<std::string>().empty()) << entry.dump();
+    EXPECT_EQ(entry["id"], std::string(registry[k].id));
+    EXPECT_EQ(entry["title"], std::string(registry[k].title));
+  }
+  const Result rt = durasim("properties --json --family RT");
+  ASSERT_EQ(rt.code, 0) << rt.err;
+  EXPECT_EQ(nlohmann::json::parse(rt.out).size(), registry_count("RT"));
+}
+
+TEST_F(CliTest, PropertiesUnknownFamilyIsBadInput) {
+  const Result r = durasim("properties --family SCH,NOPE");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown family 'NOPE'")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CliTest, PropertiesUnknownIdIsBadInput) {
+  const Result r = durasim("properties --id SCH-99");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown invariant id 'SCH-99'")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// The run summary treats a tallied ID missing from the registry as a programming error.
+TEST(RunSummaryTest, UnknownInvariantIdsAreReported) {
+  durasim::sim::Tallies tallies;
+  tallies.check("RT-05", true, [] { return std::string(); });
+  std::ostringstream err;
+  EXPECT_EQ(durasim::cli::report_unknown_invariants(tallies, err), 0u);
+  EXPECT_TRUE(err.str().empty()) << err.str();
+  tallies.declare("XYZ-01");
+  tallies.check("RT-99", true, [] { return std::string(); });
+  EXPECT_EQ(durasim::cli::report_unknown_invariants(tallies, err), 2u);
+  EXPECT_TRUE(contains(err.str(), "unknown invariant id XYZ-01\n") || contains(err.str(), "unknown invariant id XYZ-01 ")) << err.str();
+  EXPECT_TRUE(contains(err.str(), "unknown invariant id RT-99")) << err.str();
+  EXPECT_FALSE(contains(err.str(), "RT-05")) << err.str();
 }
 
 TEST_F(CliTest, MissingSubcommandIsBadInput) {
