@@ -40,7 +40,7 @@ bool isTimeout(std::exception_ptr error) {
 }  // namespace
 
 struct DurabilityAlarms::Active {
-  std::string generation;
+  std::string name, generation;
   int64_t createdAt = 0;
   std::shared_ptr<AsyncEvent> settled;      // set once the permit and the name are released
   std::shared_ptr<AsyncEvent> handlerDone;  // set when the handler returns or throws
@@ -83,7 +83,7 @@ Task<void> DurabilityAlarms::schedule(const std::string& name, int64_t scheduled
   if (!isSafeNonNegative(scheduledTime)) throw RangeError("scheduledTime must be a non-negative safe integer");
   const std::string generation = ctx_.random.uuid();
   const int64_t now = ctx_.clock.now();
-  ctx_.probe("alm.schedule.begin", {{"name", name}, {"generation", generation}, {"t", scheduledTime}, {"created_at", now}});
+  ctx_.probe("alm.schedule.begin", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
   co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     txn.sql.exec(
         "INSERT INTO durability_alarms (name, generation_id, status, scheduled_at, next_attempt_at, attempt,"
@@ -92,9 +92,10 @@ Task<void> DurabilityAlarms::schedule(const std::string& name, int64_t scheduled
         " scheduled_at = excluded.scheduled_at, next_attempt_at = excluded.next_attempt_at, attempt = 0,"
         " last_error = NULL, last_error_name = NULL, created_at = excluded.created_at",
         name, generation, scheduledTime, scheduledTime, now);
+    ctx_.probe("alm.schedule.write", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
     txn.reconcile();
   });
-  ctx_.probe("alm.schedule", {{"name", name}, {"generation", generation}, {"t", scheduledTime}, {"created_at", now}});
+  ctx_.probe("alm.schedule", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
   LifecycleEvent event;
   event.type = LifecycleType::scheduled;
   event.name = event.id = name;
@@ -103,8 +104,10 @@ Task<void> DurabilityAlarms::schedule(const std::string& name, int64_t scheduled
 }
 
 Task<bool> DurabilityAlarms::cancel(const std::string& name) {
+  ctx_.probe("alm.cancel.begin", {{"name", name}});
   const bool deleted = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     const bool any = txn.sql.exec("DELETE FROM durability_alarms WHERE name = ?", name).rowsWritten() > 0;
+    ctx_.probe("alm.cancel.write", {{"name", name}, {"deleted", any}});
     txn.reconcile();
     return any;
   });
@@ -117,8 +120,10 @@ Task<int64_t> DurabilityAlarms::purgeBefore(int64_t before) {
   for (auto& [name, active] : active_)
     if (active->createdAt < before)
       active->abort.abort(std::make_exception_ptr(DurabilityError("Durable alarm " + inQuotes(name) + " was purged")));
+  ctx_.probe("alm.purge.begin", {{"before", before}});
   const int64_t count = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     const int64_t n = txn.sql.exec("DELETE FROM durability_alarms WHERE created_at < ?", before).rowsWritten();
+    ctx_.probe("alm.purge.write", {{"before", before}, {"count", n}});
     txn.reconcile();
     return n;
   });
@@ -176,6 +181,7 @@ Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationIn
 
 Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationInfo> info) {
   auto active = std::make_shared<Active>();
+  active->name = row.name;
   active->generation = row.generation;
   active->createdAt = row.createdAt;
   active->settled = ctx_.makeEvent();
@@ -196,7 +202,8 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
       finish(active, permit);
       co_return;
     }
-    ctx_.probe("alm.claim", {{"name", row.name}, {"generation", row.generation}, {"attempt", claimed->int64("attempt")}});
+    ctx_.probe("alm.claim", {{"name", row.name}, {"generation", row.generation}, {"attempt", claimed->int64("attempt")},
+                             {"now", ctx_.clock.now()}, {"max_attempts", policy.retry.maxAttempts}});
     co_await ctx_.storage.sync();
   } catch (...) {
     active->handlerSettled = true;
@@ -234,7 +241,8 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
                               {"key", alarmInfo.idempotencyKey},
                               {"is_retry", alarmInfo.isRetry},
                               {"retry_count", alarmInfo.retryCount},
-                              {"platform", info.has_value()}});
+                              {"platform", info.has_value()},
+                              {"max_attempts", policy.retry.maxAttempts}});
     ctx_.waitUntil(runHandler(handler->second, alarmInfo, active));
     const bool settled = co_await active->handlerDone->wait(policy.retry.attemptTimeoutMs);
     if (settled) {
@@ -281,6 +289,7 @@ Task<void> DurabilityAlarms::releaseAfterHandler(std::shared_ptr<Active> active,
 
 void DurabilityAlarms::finish(const std::shared_ptr<Active>& active, Permit& permit) {
   permit.release();
+  ctx_.probe("alm.release", {{"name", active->name}, {"generation", active->generation}});
   for (auto it = active_.begin(); it != active_.end(); ++it)
     if (it->second == active) {
       active_.erase(it);
@@ -295,8 +304,8 @@ void DurabilityAlarms::settleSuccess(const Row& row, int64_t attempt, int64_t du
                                  " AND status = 'pending'",
                                  row.name, row.generation, attempt)
                            .rowsWritten() > 0;
-  ctx_.probe("alm.settle", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt},
-                            {"write", "delete"}, {"matched", matched}});
+  ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt},
+                           {"write", "delete"}, {"matched", matched}});
   if (!matched) return;
   LifecycleEvent event;
   event.type = LifecycleType::attempt_settled;
@@ -321,6 +330,8 @@ Task<void> DurabilityAlarms::settleFailure(const Row& row, int64_t attempt, cons
                                " AND status = 'pending'",
                                status, decision.nextAttemptAt, error.message, error.name, row.name, row.generation, attempt)
                          .rowsWritten() > 0;
+    ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}, {"write", "failure"},
+                             {"matched", any}, {"status", status}});
     txn.reconcile();
     return any;
   });
@@ -355,6 +366,8 @@ Task<void> DurabilityAlarms::exhaust(const Row& row, const Policy& policy) {
                                " AND status = 'pending' AND attempt >= ?",
                                now, message, row.name, row.generation, policy.retry.maxAttempts)
                          .rowsWritten() > 0;
+    ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", current->int64("attempt")},
+                             {"write", "exhaust"}, {"matched", any}, {"status", "failed"}});
     txn.reconcile();
     return any;
   });

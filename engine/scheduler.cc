@@ -26,6 +26,7 @@ nlohmann::json optionalJson(const std::optional<int64_t>& v) { return v ? nlohma
 
 struct Permit::Pool {
   struct Waiter {
+    int64_t ticket = 0;  // arrival order
     std::shared_ptr<AsyncEvent> granted;
     int64_t permit = 0;  // the permit handed over, once granted
   };
@@ -33,10 +34,12 @@ struct Permit::Pool {
   int64_t capacity = 0;
   int64_t free = 0;
   int64_t lastId = 0;
+  int64_t lastTicket = 0;
   std::deque<std::shared_ptr<Waiter>> waiters;  // FIFO
 
-  void probe(std::string_view op, int64_t id) {
-    ctx->probe("sch.permit", {{"op", op}, {"permit", id}, {"free", free}, {"capacity", capacity},
+  // Reported after each change, so free + held == capacity holds at every probe (SCH-07).
+  void probe(std::string_view op, int64_t id, int64_t ticket = 0) {
+    ctx->probe("sch.permit", {{"op", op}, {"permit", id}, {"ticket", ticket}, {"free", free}, {"capacity", capacity},
                               {"waiting", static_cast<int64_t>(waiters.size())}});
   }
 };
@@ -56,16 +59,18 @@ void Permit::release() {
   if (!pool_) return;
   std::shared_ptr<Pool> pool = std::move(pool_);
   pool_.reset();
-  pool->probe("release", id_);
-  if (!pool->waiters.empty()) {
-    std::shared_ptr<Pool::Waiter> waiter = pool->waiters.front();
-    pool->waiters.pop_front();
-    waiter->permit = ++pool->lastId;
-    pool->probe("grant", waiter->permit);
-    waiter->granted->set();
+  if (pool->waiters.empty()) {
+    ++pool->free;
+    pool->probe("release", id_);
     return;
   }
-  ++pool->free;
+  std::shared_ptr<Pool::Waiter> waiter = pool->waiters.front();
+  pool->waiters.pop_front();
+  waiter->permit = ++pool->lastId;
+  pool->ctx->probe("sch.permit", {{"op", "handoff"}, {"permit", id_}, {"granted", waiter->permit}, {"ticket", waiter->ticket},
+                                  {"free", pool->free}, {"capacity", pool->capacity},
+                                  {"waiting", static_cast<int64_t>(pool->waiters.size())}});
+  waiter->granted->set();
 }
 
 std::optional<Permit> Engine::tryAcquirePermit() {
@@ -79,9 +84,10 @@ std::optional<Permit> Engine::tryAcquirePermit() {
 Task<Permit> Engine::acquirePermit() {
   if (std::optional<Permit> permit = tryAcquirePermit()) co_return std::move(*permit);
   auto waiter = std::make_shared<Permit::Pool::Waiter>();
+  waiter->ticket = ++pool_->lastTicket;
   waiter->granted = ctx_.makeEvent();
   pool_->waiters.push_back(waiter);
-  pool_->probe("wait", 0);
+  pool_->probe("wait", 0, waiter->ticket);
   co_await waiter->granted->wait();
   co_return Permit(pool_, waiter->permit);
 }

@@ -152,6 +152,7 @@ void Incarnation::commit_segment() {
     // so do its after-commit hooks (they run now if every earlier commit is already confirmed).
     std::vector<std::function<void()>> hooks = std::move(storage_.open_after_commit_);
     storage_.open_after_commit_.clear();
+    if (!hooks.empty()) object_.runtime().world().emit("commit.noop", {{"object", object_.label()}, {"incarnation", number_}});
     if (!pending_.empty()) {
       auto& later = pending_.rbegin()->second.after_commit;
       later.insert(later.end(), std::make_move_iterator(hooks.begin()), std::make_move_iterator(hooks.end()));
@@ -177,7 +178,8 @@ void Incarnation::commit_segment() {
   object_.runtime().world().emit("commit", {{"object", object_.label()},
                                             {"incarnation", number_},
                                             {"commit", commit->number},
-                                            {"changes", changes}});
+                                            {"changes", changes},
+                                            {"alarm", alarm ? nlohmann::json(*alarm) : nlohmann::json()}});
   schedule_confirmation(*commit);
 }
 

@@ -14,6 +14,7 @@ void World::emit(std::string_view type, nlohmann::json fields) {
   fields["ev"] = type;
   fields["t"] = clock_.now();
   sink_.record(fields);
+  for (TraceSink* observer : observers_) observer->record(fields);
 }
 
 SleepAwaiter World::sleep_for(SimTime ms) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
@@ -34,6 +36,9 @@ class World {
 
   // Records one trace event of type `type` at the current time; `fields` must be a JSON object.
   void emit(std::string_view type, nlohmann::json fields = nlohmann::json::object());
+  // Adds a checker that sees every event after the sink, for as long as the World lives. Observers
+  // only read: they never emit, draw randomness or schedule anything.
+  void observe(TraceSink& observer) { observers_.push_back(&observer); }
 
   // Parks the awaiting frame until `t` (or for `ms`), as a new event.
   SleepAwaiter sleep_until(SimTime t) { return SleepAwaiter(executor_, t); }
@@ -53,6 +58,7 @@ class World {
   RandomSource random_;
   Executor executor_;
   TraceSink& sink_;
+  std::vector<TraceSink*> observers_;
   TaskGroup tasks_;
 };
 

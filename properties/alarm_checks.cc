@@ -1,0 +1,493 @@
+// SCH and ALM checks; see alarm_checks.h.
+#include "properties/alarm_checks.h"
+
+#include <algorithm>
+
+namespace durasim::properties {
+
+namespace {
+using nlohmann::json;
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
+std::optional<int64_t> optInt(const json& v) { return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>()); }
+std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
+int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
+
+constexpr std::string_view kKeyPrefix = "durability-alarm:v1:";
+}  // namespace
+
+AlarmChecks::AlarmChecks(StoreReader reader, AlarmPolicyView policy, std::string className)
+    : reader_(std::move(reader)), policy_(std::move(policy)), className_(std::move(className)) {}
+
+bool AlarmChecks::mine(const json& event) const {
+  auto it = event.find("object");
+  if (it == event.end() || !it->is_string()) return false;
+  const std::string& object = it->get_ref<const std::string&>();
+  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
+         object[className_.size()] == '/';
+}
+
+AlarmChecks::Key AlarmChecks::key(const json& event) const { return {label(event), num(event, "incarnation")}; }
+
+void AlarmChecks::record(const json& e) {
+  if (!mine(e) || !e.contains("incarnation")) return;
+  ++seq_;
+  const std::string ev = text(e, "ev");
+  IncarnationState& inc = incarnations_[key(e)];
+  if (ev == "commit") return onCommit(e);
+  if (ev == "commit.noop") {
+    if (inc.pending.reconcile) {
+      // Nothing changed, so the stored alarm is what the reconcile wrote or found (runtime.md 7.3:
+      // a running platform handler hides the firing alarm, which then stays as it was).
+      const Reconcile& r = *inc.pending.reconcile;
+      checkWindow(label(e), r, r.written ? r.written : r.before);
+      inc.confirmedReconciles.push_back(*inc.pending.reconcile);
+    }
+    inc.pending = PendingState{};
+    return;
+  }
+  if (ev == "confirm") return onConfirm(e);
+  if (ev == "commit.failed") {
+    inc.pending = PendingState{};
+    return;
+  }
+  if (ev == "incarnation.end") {
+    incarnations_.erase(key(e));
+    return;
+  }
+  if (ev == "sch.reconcile") return onReconcile(e);
+  if (ev == "sch.reconcile.durable") return onReconcileDurable(e);
+  if (ev == "sch.permit") return onPermit(e);
+  if (ev == "alm.claim") return onClaim(e);
+  if (ev == "alm.invoke") return onInvoke(e);
+  if (ev == "alm.write") return onWrite(e);
+  if (ev == "alm.settle") return onSettle(e);
+  if (ev == "alm.purge.begin") return onPurgeBegin(e);
+  if (ev == "alm.purge.write") return onPurgeWrite(e);
+  if (ev == "alm.cancel.begin") return onCancelBegin(e);
+  if (ev == "alm.schedule.write") return onScheduleWrite(e);
+  ObjectState& obj = objects_[label(e)];
+  if (ev == "sch.timer.arm") {
+    const int64_t next = num(e, "next");
+    tallies_.check("SCH-06", inc.sawDurable && inc.lastDurableNext == next && next < num(e, "now") + num(e, "min_delay"), [&] {
+      return label(e) + " armed an early timer for " + str(next) + " at " + str(num(e, "now")) +
+             "; the last committed reconcile's next is " + str(inc.lastDurableNext);
+    });
+    inc.timerNext = next;
+  } else if (ev == "sch.timer.fire") {
+    tallies_.check("SCH-06", num(e, "t") >= num(e, "next"), [&] {
+      return label(e) + " early timer for " + str(num(e, "next")) + " fired at " + str(num(e, "t"));
+    });
+    inc.timerNext.reset();
+  } else if (ev == "sch.timer.cancel") {
+    inc.timerNext.reset();
+  } else if (ev == "sch.handoff") {
+    const int64_t limit = num(e, "now") + num(e, "min_delay");
+    const std::optional<int64_t> alarm = e.at("written").is_null() ? optInt(e.at("before")) : optInt(e.at("written"));
+    tallies_.check("SCH-10", alarm && *alarm <= limit, [&] {
+      return label(e) + " handed off with the alarm at " + str(alarm) + ", later than now + alarmMinDelayMs = " + str(limit);
+    });
+    if (!e.at("written").is_null())
+      tallies_.check("SCH-03", num(e, "written") >= limit, [&] { return label(e) + " handoff wrote an alarm too early"; });
+    inc.handedOff = true;
+  } else if (ev == "sch.participant") {
+    const std::string kind = text(e, "kind");
+    const bool accepted = e.at("accepted").get<bool>();
+    tallies_.check("SCH-09", accepted != (inc.kinds.count(kind) > 0), [&] {
+      return label(e) + (accepted ? " accepted a second participant of kind " : " refused the first participant of kind ") + kind;
+    });
+    if (accepted) inc.kinds.insert(kind);
+  } else if (ev == "app.attach") {
+    tallies_.check("SCH-09", e.at("second_scheduler_refused").get<bool>() && e.at("second_alarms_refused").get<bool>(),
+                   [&] { return label(e) + " accepted a second scheduler or a second alarms participant"; });
+  } else if (ev == "app.migrate") {
+    tallies_.check("SCH-12", num(e, "applied") == 0 && num(e, "rolled_back") == 0,
+                   [&] { return label(e) + " migrate(latest) on a migrated store changed the schema"; });
+  } else if (ev == "alm.cancel.write") {
+    const std::string name = text(e, "name");
+    tallies_.check("ALM-11", !row(label(e), name), [&] { return label(e) + " cancel(" + name + ") left its row"; });
+  } else if (ev == "alm.schedule.begin") {
+    obj.lastScheduleBegin[text(e, "name")] = seq_;
+    obj.beginSeq[text(e, "generation")] = seq_;
+  } else if (ev == "alm.schedule") {
+    const Occurrence occurrence{text(e, "name"), text(e, "generation")};
+    obj.durableSchedules.push_back(occurrence);
+    obj.scheduleCreatedAt[occurrence] = num(e, "created_at");
+  } else if (ev == "alm.cancel") {
+    const std::string name = text(e, "name");
+    if (e.at("deleted").get<bool>() && obj.cancelBegin.count(name)) obj.cancelledAt[name] = {name, obj.cancelBegin[name]};
+    obj.lastDurableCancel[name] = obj.cancelBeginSeq[name];
+  } else if (ev == "alm.purge") {
+    const int64_t before = num(e, "before");
+    obj.durablePurges.emplace_back(obj.purgeBeginSeq[before], before);
+    if (auto it = purgeExpected_.find({label(e), before}); it != purgeExpected_.end())
+      tallies_.check("ALM-10", num(e, "count") == it->second.older, [&] {
+        return label(e) + " purgeBefore(" + str(before) + ") returned " + str(num(e, "count")) + " but " + str(it->second.older) +
+               " rows were older";
+      });
+  } else if (ev == "alm.handler.end") {
+    const std::string name = text(e, "name");
+    if (inc.running.count(name) && inc.running[name] == num(e, "attempt")) inc.running.erase(name);
+    const std::string generation = text(e, "key").substr(kKeyPrefix.size());
+    if (!e.at("failed").get<bool>()) obj.handlerSucceeded.insert({name, generation});
+  } else if (ev == "alm.release") {
+    const std::string name = text(e, "name");
+    tallies_.check("SCH-08", inc.running.count(name) == 0, [&] {
+      return label(e) + " released the permit and lock of " + name + " while its handler still runs";
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits: the state the engine left, read independently
+
+void AlarmChecks::onCommit(const json& e) {
+  const std::string object = label(e);
+  IncarnationState& inc = incarnations_[key(e)];
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  PendingState pending = std::move(inc.pending);
+  inc.pending = PendingState{};
+  if (pending.reconcile) {
+    checkWindow(object, *pending.reconcile, optInt(e.at("alarm")));
+    inc.reconcilesByCommit[commit].push_back(*pending.reconcile);
+  }
+  if (!pending.claims.empty()) inc.claimsByCommit[commit] = pending.claims;
+  if (!hasAlarmTable(object)) return;
+  checkRows(object);
+}
+
+void AlarmChecks::onConfirm(const json& e) {
+  IncarnationState& inc = incarnations_[key(e)];
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  if (auto it = inc.claimsByCommit.find(commit); it != inc.claimsByCommit.end()) {
+    for (const auto& claim : it->second) inc.confirmedClaims.insert(claim);
+    inc.claimsByCommit.erase(it);
+  }
+  if (auto it = inc.reconcilesByCommit.find(commit); it != inc.reconcilesByCommit.end()) {
+    for (const Reconcile& r : it->second) inc.confirmedReconciles.push_back(r);
+    inc.reconcilesByCommit.erase(it);
+  }
+}
+
+void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm) {
+  if (!hasAlarmTable(object)) return;
+  const std::optional<int64_t> next = independentNext(object);
+  tallies_.check("SCH-02", next == r.next, [&] {
+    return object + " reconcile computed next " + str(r.next) + " but the committed rows give " + str(next);
+  });
+  if (!next) {
+    // While the platform's alarm handler runs, getAlarm() hides the firing alarm (runtime.md 7.3): the
+    // engine could not see it, and the runtime deletes it when the handler succeeds.
+    const bool hidden = !r.before && !r.written;
+    tallies_.check("SCH-02", !alarm || hidden, [&] { return object + " keeps an alarm at " + str(alarm) + " with nothing pending"; });
+    return;
+  }
+  const int64_t target = std::max(*next, r.now + r.minDelay);
+  tallies_.check("SCH-02", alarm && *next <= *alarm && *alarm <= target, [&] {
+    return object + " committed alarm " + str(alarm) + " outside [" + str(*next) + ", " + str(target) + "]";
+  });
+  if (r.before && *r.before >= *next && *r.before <= target)
+    tallies_.check("SCH-04", alarm == r.before && !r.written, [&] {
+      return object + " moved an alarm already in the window from " + str(r.before) + " to " + str(alarm);
+    });
+}
+
+// ALM-05 over every row of the object.
+void AlarmChecks::checkRows(const std::string& object) {
+  for (const SqlRow& r : reader_(object, "SELECT name, status, attempt, last_error, last_error_name FROM durability_alarms").toVector()) {
+    const std::string name = r.text("name");
+    const bool failed = r.text("status") == "failed";
+    const int64_t attempt = r.int64("attempt");
+    const bool ok = (!failed || !r.isNull("last_error_name")) &&
+                    (failed || attempt != 0 || (r.isNull("last_error") && r.isNull("last_error_name"))) &&
+                    attempt <= policy_.maxAttempts(name);
+    tallies_.check("ALM-05", ok, [&] {
+      return object + " row " + name + " is inconsistent: status " + r.text("status") + ", attempt " + str(attempt);
+    });
+  }
+}
+
+std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
+  return reader_(object, "SELECT MIN(next_attempt_at) AS next FROM durability_alarms WHERE status = 'pending'").one().optInt64("next");
+}
+
+std::optional<SqlRow> AlarmChecks::row(const std::string& object, const std::string& name) {
+  std::string sql = "SELECT * FROM durability_alarms WHERE name = '";
+  for (char c : name) sql += c == '\'' ? std::string("''") : std::string(1, c);
+  return reader_(object, sql + "'").next();
+}
+
+bool AlarmChecks::hasAlarmTable(const std::string& object) {
+  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'durability_alarms'")
+             .one()
+             .int64("n") > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler probes
+
+void AlarmChecks::onReconcile(const json& e) {
+  Reconcile r;
+  r.now = num(e, "now");
+  r.minDelay = num(e, "min_delay");
+  r.next = optInt(e.at("next"));
+  r.before = optInt(e.at("before"));
+  r.written = optInt(e.at("written"));
+  r.deleted = e.at("deleted").get<bool>();
+  if (r.written)
+    tallies_.check("SCH-03", *r.written >= r.now + r.minDelay, [&] {
+      return label(e) + " reconcile wrote alarm " + str(r.written) + " before now + alarmMinDelayMs = " + str(r.now + r.minDelay);
+    });
+  incarnations_[key(e)].pending.reconcile = r;
+}
+
+// SCH-05: only a reconcile whose commit is durable may arm the early timer.
+void AlarmChecks::onReconcileDurable(const json& e) {
+  IncarnationState& inc = incarnations_[key(e)];
+  const int64_t at = num(e, "reconciled_at");
+  const std::optional<int64_t> next = optInt(e.at("next"));
+  auto it = std::find_if(inc.confirmedReconciles.begin(), inc.confirmedReconciles.end(),
+                         [&](const Reconcile& r) { return r.now == at && r.next == next; });
+  const bool committed = it != inc.confirmedReconciles.end();
+  tallies_.check("SCH-05", committed, [&] {
+    return label(e) + " ran the after-commit step of a reconcile at " + str(at) + " that never committed";
+  });
+  if (committed) inc.confirmedReconciles.erase(it);
+  inc.lastDurableNext = next;
+  inc.sawDurable = true;
+}
+
+void AlarmChecks::onPermit(const json& e) {
+  IncarnationState& inc = incarnations_[key(e)];
+  const std::string op = text(e, "op");
+  const int64_t permit = num(e, "permit");
+  if (op == "acquire") {
+    inc.heldPermits.insert(permit);
+  } else if (op == "release" || op == "handoff") {
+    tallies_.check("SCH-07", inc.heldPermits.erase(permit) == 1,
+                   [&] { return label(e) + " released permit " + str(permit) + " that it did not hold"; });
+    if (op == "handoff") {
+      inc.heldPermits.insert(num(e, "granted"));
+      const int64_t ticket = num(e, "ticket");
+      tallies_.check("SCH-07", ticket == inc.lastGrantedTicket + 1, [&] {
+        return label(e) + " granted a permit to waiter " + str(ticket) + " before waiter " + str(inc.lastGrantedTicket + 1);
+      });
+      inc.lastGrantedTicket = ticket;
+    }
+  }
+  const int64_t held = static_cast<int64_t>(inc.heldPermits.size());
+  tallies_.check("SCH-07", num(e, "free") + held == num(e, "capacity") && held <= num(e, "capacity"), [&] {
+    return label(e) + " permits: free " + str(num(e, "free")) + " + held " + str(held) + " != capacity " + str(num(e, "capacity"));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Named-alarm probes
+
+void AlarmChecks::onClaim(const json& e) {
+  const std::string object = label(e);
+  ObjectState& obj = objects_[object];
+  const Occurrence occurrence{text(e, "name"), text(e, "generation")};
+  const int64_t attempt = num(e, "attempt");
+  const std::optional<SqlRow> r = row(object, occurrence.first);
+  tallies_.check("ALM-12", r && num(e, "now") >= r->int64("next_attempt_at"), [&] {
+    return object + " claimed " + occurrence.first + " at " + str(num(e, "now")) + " before it was due at " +
+           (r ? str(r->int64("next_attempt_at")) : std::string("?"));
+  });
+  const int64_t highest = obj.highestInvoked.count(occurrence) ? obj.highestInvoked[occurrence] : 0;
+  tallies_.check("ALM-02", r && r->int64("attempt") == attempt && attempt > highest, [&] {
+    return object + " claim of " + occurrence.first + " attempt " + str(attempt) + " after invoked attempt " + str(highest);
+  });
+  tallies_.check("ALM-04", obj.failed.count(occurrence) == 0,
+                 [&] { return object + " claimed " + occurrence.first + " after its generation failed"; });
+  tallies_.check("ALM-11", !obj.cancelledAt.count(occurrence.first) || obj.cancelledAt[occurrence.first] != occurrence,
+                 [&] { return object + " claimed a cancelled generation of " + occurrence.first; });
+  incarnations_[key(e)].pending.claims.emplace_back(occurrence, attempt);
+}
+
+void AlarmChecks::onInvoke(const json& e) {
+  const std::string object = label(e);
+  ObjectState& obj = objects_[object];
+  IncarnationState& inc = incarnations_[key(e)];
+  const std::string name = text(e, "name");
+  const Occurrence occurrence{name, text(e, "generation")};
+  const int64_t attempt = num(e, "attempt");
+  const int64_t invocations = ++obj.invocations[occurrence];
+  tallies_.check("ALM-01", invocations <= policy_.maxAttempts(name), [&] {
+    return object + " invoked " + name + " " + str(invocations) + " times in one generation (max " + str(policy_.maxAttempts(name)) + ")";
+  });
+  tallies_.check("ALM-02",
+                 inc.confirmedClaims.count({occurrence, attempt}) > 0 && e.at("is_retry").get<bool>() == (attempt > 1) &&
+                     num(e, "retry_count") == attempt - 1,
+                 [&] { return object + " invoked " + name + " attempt " + str(attempt) + " without a confirmed claim of it"; });
+  tallies_.check("ALM-07", inc.running.count(name) == 0, [&] {
+    return object + " started a handler of " + name + " while attempt " + str(inc.running[name]) + " still runs";
+  });
+  const std::string key = text(e, "key");
+  auto& keys = obj.keysByGeneration[occurrence.second];
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  tallies_.check("ALM-09", key == std::string(kKeyPrefix) + occurrence.second && keys.size() == 1,
+                 [&] { return object + " idempotency key " + key + " does not name generation " + occurrence.second; });
+  inc.running[name] = attempt;
+  obj.highestInvoked[occurrence] = std::max(obj.highestInvoked[occurrence], attempt);
+}
+
+// ALM-03: what a fenced write did, against the row it left.
+void AlarmChecks::onWrite(const json& e) {
+  const std::string object = label(e);
+  const std::string name = text(e, "name"), generation = text(e, "generation"), write = text(e, "write");
+  const int64_t attempt = num(e, "attempt");
+  const bool matched = e.at("matched").get<bool>();
+  const std::optional<SqlRow> r = row(object, name);
+  const bool sameGeneration = r && r->text("generation_id") == generation;
+  bool ok;
+  if (write == "delete") {
+    ok = matched ? !sameGeneration : !(sameGeneration && r->text("status") == "pending" && r->int64("attempt") == attempt);
+    if (matched) objects_[object].succeeded.insert({name, generation});
+  } else if (matched) {
+    ok = sameGeneration && r->text("status") == text(e, "status") && r->int64("attempt") == attempt;
+  } else {
+    ok = !(sameGeneration && r->text("status") == "pending" &&
+           (write == "failure" ? r->int64("attempt") == attempt : r->int64("attempt") >= policy_.maxAttempts(name)));
+  }
+  tallies_.check("ALM-03", ok, [&] {
+    return object + " " + write + " write of " + name + " attempt " + str(attempt) + (matched ? " matched" : " missed") +
+           " against the row's generation and attempt";
+  });
+}
+
+void AlarmChecks::onSettle(const json& e) {
+  const std::string object = label(e);
+  ObjectState& obj = objects_[object];
+  const std::string name = text(e, "name");
+  const Occurrence occurrence{name, text(e, "generation")};
+  const int64_t attempt = num(e, "attempt");
+  const int64_t max = num(e, "max_attempts");
+  const bool matched = e.at("matched").get<bool>();
+  if (text(e, "write") == "exhaust") {
+    tallies_.check("ALM-06", attempt >= max, [&] { return object + " exhausted " + name + " at attempt " + str(attempt) + " < " + str(max); });
+  } else {
+    const std::string error = text(e, "error_name");
+    const bool terminal = e.at("terminal").get<bool>();
+    const bool nonRetryable = error == "NonRetryableError";
+    const bool timeout = error == "DurableAlarmTimeoutError" && !e.at("retry_timeouts").get<bool>();
+    const bool expected = nonRetryable || attempt >= max || timeout || error == "DurableRetryPolicyError";
+    tallies_.check("ALM-06", terminal == expected, [&] {
+      return object + " failure of " + name + " attempt " + str(attempt) + " (" + error + ") was " + (terminal ? "" : "not ") + "terminal";
+    });
+    if (policy_.policyInvalid(name) && !(nonRetryable || attempt >= max || timeout))
+      tallies_.check("SCH-13", terminal && error == "DurableRetryPolicyError",
+                     [&] { return object + " invalid retry policy of " + name + " did not end it with DurableRetryPolicyError"; });
+    if (!terminal) {
+      const int64_t now = num(e, "now"), next = num(e, "next_attempt_at");
+      const auto range = policy_.retryDelay(name, attempt);
+      tallies_.check("SCH-13", next >= now && (!range || (next - now >= range->first && next - now <= range->second)), [&] {
+        return object + " retry of " + name + " after attempt " + str(attempt) + " delayed " + str(next - now) + " ms" +
+               (range ? ", allowed [" + str(range->first) + ", " + str(range->second) + "]" : std::string());
+      });
+    }
+    if (!terminal) return;
+  }
+  if (matched) {
+    tallies_.check("ALM-04", obj.failed.insert(occurrence).second, [&] { return object + " failed " + name + " twice"; });
+  }
+}
+
+void AlarmChecks::onPurgeBegin(const json& e) {
+  const std::string object = label(e);
+  const int64_t before = num(e, "before");
+  objects_[object].purgeBeginSeq[before] = seq_;
+  if (!hasAlarmTable(object)) return;
+  PurgeExpectation& expected = purgeExpected_[{object, before}];
+  expected.older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");
+  expected.atCutoff = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at = " + str(before)).one().int64("n");
+}
+
+// ALM-10 at the delete itself: nothing older is left, everything at the cutoff is.
+void AlarmChecks::onPurgeWrite(const json& e) {
+  const std::string object = label(e);
+  const int64_t before = num(e, "before");
+  auto it = purgeExpected_.find({object, before});
+  if (it == purgeExpected_.end()) return;
+  const int64_t older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");
+  const int64_t at = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at = " + str(before)).one().int64("n");
+  tallies_.check("ALM-10", older == 0 && at == it->second.atCutoff && num(e, "count") == it->second.older, [&] {
+    return object + " purgeBefore(" + str(before) + ") deleted " + str(num(e, "count")) + " of " + str(it->second.older) +
+           " older rows, left " + str(older) + ", and kept " + str(at) + " of " + str(it->second.atCutoff) + " rows at the cutoff";
+  });
+}
+
+void AlarmChecks::onCancelBegin(const json& e) {
+  const std::string object = label(e);
+  const std::string name = text(e, "name");
+  objects_[object].cancelBeginSeq[name] = seq_;
+  if (!hasAlarmTable(object)) return;
+  if (const std::optional<SqlRow> r = row(object, name)) objects_[object].cancelBegin[name] = r->text("generation_id");
+}
+
+// ALM-08 at the write itself: exactly the new occurrence's row.
+void AlarmChecks::onScheduleWrite(const json& e) {
+  const std::string object = label(e);
+  const std::string name = text(e, "name");
+  const std::optional<SqlRow> r = row(object, name);
+  const bool ok = r && r->text("generation_id") == text(e, "generation") && r->int64("attempt") == 0 &&
+                  r->text("status") == "pending" && r->int64("scheduled_at") == num(e, "scheduled") &&
+                  r->int64("next_attempt_at") == num(e, "scheduled") && r->int64("created_at") == num(e, "created_at") &&
+                  r->isNull("last_error") && r->isNull("last_error_name");
+  tallies_.check("ALM-08", ok, [&] {
+    return object + " schedule of " + name + " at " + str(num(e, "scheduled")) + " did not leave exactly the new occurrence's row";
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end of the run
+
+void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs) {
+  for (const auto& [object, alarm] : storedAlarms) {
+    // SCH-11: the alarms table exists iff its migration is recorded; the history table iff it has rows.
+    const bool history = reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'durability_migrations'").one().int64("n") > 0;
+    const int64_t historyRows = history ? reader_(object, "SELECT count(*) AS n FROM durability_migrations").one().int64("n") : 0;
+    const bool recorded =
+        history &&
+        reader_(object, "SELECT count(*) AS n FROM durability_migrations WHERE name = 'durability_0003_create_alarms'").one().int64("n") > 0;
+    const bool table = hasAlarmTable(object);
+    tallies_.check("SCH-11", table == recorded && history == (historyRows > 0), [&] {
+      return object + " schema: alarms table " + (table ? "present" : "absent") + ", migration " + (recorded ? "recorded" : "not recorded");
+    });
+    if (!table) continue;
+    // SCH-01 at quiescence, SCH-14 nothing overdue, ALM-14 nothing pending after heal.
+    const std::optional<int64_t> next = independentNext(object);
+    tallies_.check("SCH-01", alarm.has_value() == next.has_value(), [&] {
+      return object + " at quiescence: alarm " + str(alarm) + " but the earliest pending row is " + str(next);
+    });
+    tallies_.check("SCH-14", !next || *next > now - alarmMinDelayMs - kPlatformLatenessMs, [&] {
+      return object + " pending row due at " + str(next) + " was never taken up (now " + str(now) + ")";
+    });
+    std::map<std::string, std::pair<std::string, std::string>> rows;  // name -> (generation, status)
+    for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status FROM durability_alarms").toVector()) {
+      rows[r.text("name")] = {r.text("generation_id"), r.text("status")};
+      tallies_.check("ALM-14", r.text("status") != "pending", [&] { return object + " " + r.text("name") + " still pending after heal"; });
+    }
+    ObjectState& obj = objects_[object];
+    // ALM-13: every occurrence whose schedule returned ended in one of the permitted ways.
+    for (const Occurrence& occurrence : obj.durableSchedules) {
+      const auto& [name, generation] = occurrence;
+      const int64_t createdAt = obj.scheduleCreatedAt[occurrence];
+      const uint64_t began = obj.beginSeq[generation];
+      const bool stillThere = rows.count(name) && rows[name].first == generation;
+      const bool replaced = obj.lastScheduleBegin[name] > began;
+      const bool cancelled = obj.lastDurableCancel.count(name) && obj.lastDurableCancel[name] > began;
+      const bool purged = std::any_of(obj.durablePurges.begin(), obj.durablePurges.end(),
+                                      [&](const auto& p) { return p.first > began && p.second > createdAt; });
+      const bool resolved = obj.succeeded.count(occurrence) || stillThere || replaced || cancelled || purged;
+      tallies_.check("ALM-13", resolved, [&] { return object + " occurrence " + generation + " of " + name + " vanished"; });
+      // ALM-14: an occurrence whose handler succeeded is not left behind.
+      if (obj.handlerSucceeded.count(occurrence))
+        tallies_.check("ALM-14", !(stillThere && rows[name].second == "pending"),
+                       [&] { return object + " " + name + " succeeded but its row is still pending"; });
+    }
+  }
+}
+
+}  // namespace durasim::properties

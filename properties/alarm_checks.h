@@ -1,0 +1,138 @@
+// SCH and ALM invariants (invariants-engine.md) over a run of objects that use the shared scheduler
+// and named alarms. It observes the trace as it is recorded: the engine's probes ("sch.*", "alm.*"),
+// the runtime's commit, confirmation and incarnation events; state checks read the object's live
+// store at the instant of the event through a StoreReader, so they see exactly what the engine left.
+//   [S] at commits: SCH-02/04 (the stored alarm against an independently computed next), ALM-05;
+//       at the write itself: ALM-08 (the row a schedule wrote), ALM-10 (purge cutoff), ALM-11 (cancel)
+//   [H] SCH-03, 05, 06, 07, 08, 09, 10, 12, 13; ALM-01, 02, 03, 04, 06, 07, 09, 12
+//   at the end (quiescent, after heal): SCH-01, SCH-11, SCH-14, ALM-13, ALM-14
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime.h"
+#include "sim/tally.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::properties {
+
+// Runs a read-only statement on the live store of the object labelled "Class/name".
+using StoreReader = std::function<SqlCursor(const std::string& label, std::string_view sql)>;
+
+// What the checker must know of the application's alarm configuration.
+struct AlarmPolicyView {
+  std::function<int64_t(const std::string& name)> maxAttempts;
+  // The allowed [min, max] delay of a retry after failed attempt `attempt`, or nullopt if any delay
+  // is allowed.
+  std::function<std::optional<std::pair<int64_t, int64_t>>(const std::string& name, int64_t attempt)> retryDelay;
+  std::function<bool(const std::string& name)> policyInvalid;  // its retry policy output is invalid
+};
+
+class AlarmChecks final : public sim::TraceSink {
+ public:
+  AlarmChecks(StoreReader reader, AlarmPolicyView policy, std::string className);
+
+  void record(const nlohmann::json& event) override;
+  // End-of-run checks over every object of the class, at `now`, with their stored alarms.
+  void finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs);
+  const sim::Tallies& tallies() const { return tallies_; }
+
+  static constexpr int64_t kPlatformLatenessMs = 60'000 + 64'000;  // alarm.late plus one uncounted retry
+
+ private:
+  using Key = std::pair<std::string, int64_t>;             // object label, incarnation
+  using Occurrence = std::pair<std::string, std::string>;  // name, generation
+
+  struct Reconcile {
+    int64_t now = 0, minDelay = 0;
+    std::optional<int64_t> next, before, written;
+    bool deleted = false;
+  };
+  struct PendingState {  // what the next commit of an incarnation holds
+    std::optional<Reconcile> reconcile;
+    std::vector<std::pair<Occurrence, int64_t>> claims;  // claims made in this segment
+  };
+  struct PurgeExpectation {  // counted when a purge began
+    int64_t older = 0, atCutoff = 0;
+  };
+  struct IncarnationState {
+    PendingState pending;
+    std::map<uint64_t, std::vector<std::pair<Occurrence, int64_t>>> claimsByCommit;  // awaiting confirmation
+    std::set<std::pair<Occurrence, int64_t>> confirmedClaims;
+    std::vector<Reconcile> awaitingConfirm;          // committed reconciles, by commit
+    std::map<uint64_t, std::vector<Reconcile>> reconcilesByCommit;
+    std::vector<Reconcile> confirmedReconciles;
+    std::optional<int64_t> lastDurableNext;
+    bool sawDurable = false;
+    std::optional<int64_t> timerNext;
+    std::map<std::string, int64_t> running;  // name -> attempt of the running handler
+    std::set<int64_t> heldPermits;
+    int64_t lastGrantedTicket = 0;
+    std::set<std::string> kinds;
+    bool handedOff = false;
+  };
+  struct ObjectState {
+    std::map<Occurrence, int64_t> invocations;
+    std::map<Occurrence, int64_t> highestInvoked;
+    std::set<Occurrence> failed;
+    std::map<std::string, Occurrence> cancelledAt;  // name -> generation a durable cancel removed
+    std::map<std::string, std::string> cancelBegin;  // name -> generation seen when a cancel began
+    std::map<std::string, std::vector<std::string>> keysByGeneration;
+    std::vector<Occurrence> durableSchedules;        // in return order
+    std::map<Occurrence, int64_t> scheduleCreatedAt;
+    std::set<Occurrence> succeeded;                  // a matched success delete
+    std::set<Occurrence> handlerSucceeded;           // some handler run of it returned normally
+    // Sequence numbers (event order) of the operations that may end an occurrence (ALM-13).
+    std::map<std::string, uint64_t> beginSeq;                 // generation -> its schedule.begin
+    std::map<std::string, uint64_t> lastScheduleBegin;        // name -> latest schedule.begin
+    std::map<std::string, uint64_t> cancelBeginSeq;           // name -> latest cancel.begin
+    std::map<std::string, uint64_t> lastDurableCancel;        // name -> cancel.begin of the latest durable cancel
+    std::map<int64_t, uint64_t> purgeBeginSeq;                // before -> latest purge.begin
+    std::vector<std::pair<uint64_t, int64_t>> durablePurges;  // (purge.begin sequence, before)
+  };
+
+  bool mine(const nlohmann::json& event) const;
+  Key key(const nlohmann::json& event) const;
+  std::string label(const nlohmann::json& event) const { return event.at("object").get<std::string>(); }
+
+  void onCommit(const nlohmann::json& e);
+  void onConfirm(const nlohmann::json& e);
+  void onReconcile(const nlohmann::json& e);
+  void onReconcileDurable(const nlohmann::json& e);
+  void onPermit(const nlohmann::json& e);
+  void onClaim(const nlohmann::json& e);
+  void onInvoke(const nlohmann::json& e);
+  void onWrite(const nlohmann::json& e);
+  void onSettle(const nlohmann::json& e);
+  void onPurgeBegin(const nlohmann::json& e);
+  void onPurgeWrite(const nlohmann::json& e);
+  void onCancelBegin(const nlohmann::json& e);
+  void onScheduleWrite(const nlohmann::json& e);
+
+  void checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm);
+  void checkRows(const std::string& object);
+  std::optional<int64_t> independentNext(const std::string& object);
+  std::optional<SqlRow> row(const std::string& object, const std::string& name);
+  bool hasAlarmTable(const std::string& object);
+
+  StoreReader reader_;
+  AlarmPolicyView policy_;
+  std::string className_;
+  sim::Tallies tallies_;
+  std::map<Key, IncarnationState> incarnations_;
+  std::map<std::string, ObjectState> objects_;
+  std::map<std::pair<std::string, int64_t>, PurgeExpectation> purgeExpected_;  // (object, before)
+  uint64_t seq_ = 0;  // events seen
+};
+
+}  // namespace durasim::properties

@@ -1,0 +1,201 @@
+// The alarms workload: AlarmApp objects (shared scheduler + named alarms, one handler behaviour per
+// name family) driven by clients that schedule, replace, cancel and purge under crashes, storage
+// faults and alarm retries, retrying uncertain outcomes. Each seed draws the scheduler's options
+// (alarmConcurrency 1, 2 or 10; alarmMinDelayMs in [1000, 15000]). Every SCH and ALM invariant is
+// checked by properties::AlarmChecks over the trace and the live stores.
+#include "workloads/alarms_workload.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/conventions.h"
+#include "properties/alarm_checks.h"
+#include "sim/object_runtime.h"
+#include "workloads/alarm_app.h"
+#include "workloads/options.h"
+
+namespace durasim::workloads {
+namespace {
+
+constexpr int64_t kDefaultObjects = 3;
+constexpr int64_t kDefaultClients = 2;
+constexpr int64_t kDefaultOpsPerClient = 25;
+constexpr int64_t kDefaultNamesPerFamily = 1;
+constexpr int64_t kMaxThinkMs = 5'000;
+constexpr int64_t kScheduleAheadMinMs = -5'000, kScheduleAheadMaxMs = 60'000;
+constexpr int64_t kPurgeLookBackMs = 120'000;
+constexpr int64_t kRetryBackoffMs = 500;
+constexpr int64_t kHandoffMs = 30'000;  // below "long.*" handlers' run time, so handoffs happen
+constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
+
+enum class Op { schedule, cancel, purge };
+
+class AlarmsWorkload final : public Workload {
+ public:
+  explicit AlarmsWorkload(const nlohmann::json& options) {
+    reject_unknown_options(options, "alarms", {"objects", "clients", "ops", "names"});
+    objects_ = positive_option(options, "alarms", "objects", kDefaultObjects);
+    clients_ = positive_option(options, "alarms", "clients", kDefaultClients);
+    ops_ = positive_option(options, "alarms", "ops", kDefaultOpsPerClient);
+    namesPerFamily_ = positive_option(options, "alarms", "names", kDefaultNamesPerFamily);
+  }
+
+  void setup(sim::World& world, faults::FaultPlan& faults) override {
+    world_ = &world;
+    stream_ = world.random().stream("workload.alarms");
+    config_.scheduler.alarmConcurrency = kConcurrencyChoices[draw(0, 2)];
+    config_.scheduler.alarmMinDelayMs = draw(kMinAlarmMinDelayMs, kMaxAlarmMinDelayMs);
+    config_.scheduler.alarmHandoffMs = kHandoffMs;
+    world.emit("workload.config", {{"alarmConcurrency", config_.scheduler.alarmConcurrency},
+                                   {"alarmMinDelayMs", config_.scheduler.alarmMinDelayMs},
+                                   {"alarmHandoffMs", config_.scheduler.alarmHandoffMs}});
+    runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults);
+    sim::FaultInjector* injector = &faults;
+    const AlarmAppConfig config = config_;
+    const int64_t names = namesPerFamily_;
+    runtime_->define_class(AlarmApp::kClass, [config, names, injector](ObjectContext& ctx) {
+      return std::make_unique<AlarmApp>(ctx, config, names, injector);
+    });
+    checks_ = std::make_unique<properties::AlarmChecks>(reader(), policyView(), AlarmApp::kClass);
+    world.observe(*checks_);
+  }
+
+  void start(sim::World& world) override {
+    for (int64_t c = 0; c < clients_; ++c) world.tasks().spawn("alarms.client." + std::to_string(c), client(c));
+  }
+
+  void heal(sim::World&) override { runtime_->heal(); }
+
+  bool drained() const override { return clients_done_ == clients_ && runtime_->pending().empty() && unsettled().empty(); }
+
+  std::vector<std::string> pending() const override {
+    std::vector<std::string> items = runtime_->pending();
+    if (clients_done_ < clients_) items.push_back(std::to_string(clients_ - clients_done_) + " clients still running");
+    for (const std::string& item : unsettled()) items.push_back(item);
+    return items;
+  }
+
+  void check(sim::World& world, sim::Tallies& tallies) override {
+    tallies.merge(runtime_->self_checks());
+    std::map<std::string, std::optional<int64_t>> stored;
+    for (const sim::ObjectStatus& status : runtime_->status()) stored[status.label] = status.stored_alarm;
+    checks_->finish(stored, world.now(), config_.scheduler.alarmMinDelayMs);
+    tallies.merge(checks_->tallies());
+  }
+
+  nlohmann::json metrics() const override {
+    int64_t incarnations = 0;
+    for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
+    return {{"calls", calls_}, {"retries", retries_}, {"incarnations", incarnations},
+            {"alarmConcurrency", config_.scheduler.alarmConcurrency}, {"alarmMinDelayMs", config_.scheduler.alarmMinDelayMs}};
+  }
+
+ private:
+  static std::string objectName(int64_t i) { return "a" + std::to_string(i); }
+  int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
+
+  properties::StoreReader reader() {
+    sim::ObjectRuntime* runtime = runtime_.get();
+    return [runtime](const std::string& label, std::string_view sql) {
+      const std::size_t slash = label.find('/');
+      return runtime->inspect(label.substr(0, slash), label.substr(slash + 1), sql);
+    };
+  }
+
+  properties::AlarmPolicyView policyView() const {
+    const AlarmAppConfig config = config_;
+    properties::AlarmPolicyView view;
+    view.maxAttempts = [config](const std::string& name) { return alarmMaxAttempts(name, config); };
+    view.retryDelay = [](const std::string& name, int64_t attempt) -> std::optional<std::pair<int64_t, int64_t>> {
+      const std::string family = alarmFamily(name);
+      if (family == "badpolicy") return std::nullopt;
+      if (family == "fail") return std::make_pair(int64_t{1'000}, int64_t{1'000});
+      const auto d = static_cast<int64_t>(exponential(attempt));
+      return std::make_pair(static_cast<int64_t>(jsRound(static_cast<double>(d) / 2)), d);
+    };
+    view.policyInvalid = [](const std::string& name) { return alarmFamily(name) == "badpolicy"; };
+    return view;
+  }
+
+  // Objects that still hold a pending occurrence or a stored alarm (the liveness goal is none).
+  std::vector<std::string> unsettled() const {
+    std::vector<std::string> items;
+    for (const sim::ObjectStatus& status : runtime_->status()) {
+      const std::string name = status.label.substr(status.label.find('/') + 1);
+      SqlCursor tables = runtime_->inspect(AlarmApp::kClass, name,
+                                           "SELECT count(*) AS n FROM sqlite_master WHERE name = 'durability_alarms'");
+      const bool hasTable = tables.one().int64("n") > 0;
+      const int64_t pendingRows =
+          hasTable ? runtime_->inspect(AlarmApp::kClass, name, "SELECT count(*) AS n FROM durability_alarms WHERE status = 'pending'")
+                         .one()
+                         .int64("n")
+                   : 0;
+      if (pendingRows > 0) items.push_back(status.label + " has " + std::to_string(pendingRows) + " pending occurrences");
+      else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");
+    }
+    return items;
+  }
+
+  Task<void> client(int64_t c) {
+    const std::vector<std::string> names = alarmNames(namesPerFamily_);
+    for (int64_t i = 0; i < ops_; ++i) {
+      co_await world_->sleep_for(draw(0, kMaxThinkMs));
+      const std::string target = objectName(draw(0, objects_ - 1));
+      const std::string name = names[static_cast<std::size_t>(draw(0, static_cast<int64_t>(names.size()) - 1))];
+      const int64_t roll = draw(0, 99);
+      const Op op = roll < 75 ? Op::schedule : roll < 93 ? Op::cancel : Op::purge;
+      nlohmann::json args;
+      std::string method;
+      switch (op) {
+        case Op::schedule:
+          method = "schedule";
+          args = {{"name", name}, {"at", std::max<int64_t>(0, world_->now() + draw(kScheduleAheadMinMs, kScheduleAheadMaxMs))}};
+          break;
+        case Op::cancel:
+          method = "cancel";
+          args = {{"name", name}};
+          break;
+        case Op::purge:
+          method = "purge";
+          args = {{"before", std::max<int64_t>(0, world_->now() - draw(0, kPurgeLookBackMs))}};
+          break;
+      }
+      co_await perform(target, method, args);
+    }
+    ++clients_done_;
+  }
+
+  // Retries an uncertain outcome until it is known to have been applied (each call is idempotent
+  // in effect: a repeated schedule replaces with the same time, cancel and purge repeat harmlessly).
+  Task<void> perform(std::string target, std::string method, nlohmann::json args) {
+    for (int64_t attempt = 1;; ++attempt) {
+      ++calls_;
+      try {
+        Stub stub = runtime_->client(AlarmApp::kClass).get(target);
+        co_await stub.call(method, args);
+        co_return;
+      } catch (const RpcError& e) {
+        if (e.overloaded() && !e.durableObjectReset()) co_return;  // refused, never executed
+      }
+      ++retries_;
+      co_await world_->sleep_for(kRetryBackoffMs * std::min<int64_t>(attempt, 20));
+    }
+  }
+
+  sim::World* world_ = nullptr;
+  sim::StreamId stream_;
+  std::unique_ptr<sim::ObjectRuntime> runtime_;
+  std::unique_ptr<properties::AlarmChecks> checks_;
+  AlarmAppConfig config_;
+  int64_t objects_ = 0, clients_ = 0, ops_ = 0, namesPerFamily_ = 0;
+  int64_t clients_done_ = 0, calls_ = 0, retries_ = 0;
+};
+
+}  // namespace
+
+WorkloadInfo alarms_workload_info() {
+  return {"alarms", "AlarmApp objects: named alarms on the shared scheduler, scheduled, replaced, cancelled and purged under faults",
+          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<AlarmsWorkload>(options); }};
+}
+
+}  // namespace durasim::workloads
