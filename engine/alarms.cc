@@ -154,8 +154,8 @@ Task<void> DurabilityAlarms::runDue(int64_t startedAt, std::optional<AlarmInvoca
                                    startedAt, kAlarmPassLimit)
                              .toVector())
     rows.push_back(Row{r.text("name"), r.text("generation_id"), r.int64("created_at"), r.int64("scheduled_at")});
-  std::function<Task<void>(std::size_t)> item = [this, rows, info](std::size_t i) { return runItem(rows[i], info); };
-  co_await engine_.runConcurrent(rows.size(), std::move(item));
+  const std::function<Task<void>(std::size_t)> item = [this, &rows, info](std::size_t i) { return runItem(rows[i], info); };
+  co_await engine_.runConcurrent(rows.size(), item);
 }
 
 Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationInfo> info) {
@@ -171,15 +171,16 @@ Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationIn
                 listed.name)
           .next();
   if (!fresh || fresh->text("status") != "pending" || fresh->int64("next_attempt_at") > ctx_.clock.now()) co_return;
-  // A named local, not a temporary inside co_await: g++ 12 destroys such temporaries twice.
-  Row row{listed.name, fresh->text("generation_id"), fresh->int64("created_at"), fresh->int64("scheduled_at")};
-  co_await runAttempt(std::move(row), info);
+  // Awaited coroutines take non-trivial arguments by reference to named locals: g++ 12 can destroy a
+  // by-value argument of an awaited call twice.
+  const Row row{listed.name, fresh->text("generation_id"), fresh->int64("created_at"), fresh->int64("scheduled_at")};
+  co_await runAttempt(row, info);
 }
 
 // ---------------------------------------------------------------------------------------------
 // One attempt (scheduler.md 5.1)
 
-Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationInfo> info) {
+Task<void> DurabilityAlarms::runAttempt(const Row& row, std::optional<AlarmInvocationInfo> info) {
   auto active = std::make_shared<Active>();
   active->name = row.name;
   active->generation = row.generation;
@@ -316,7 +317,8 @@ void DurabilityAlarms::settleSuccess(const Row& row, int64_t attempt, int64_t du
   emit(std::move(event));
 }
 
-Task<void> DurabilityAlarms::settleFailure(const Row& row, int64_t attempt, const Policy& policy, std::exception_ptr failure) {
+Task<void> DurabilityAlarms::settleFailure(const Row& row, int64_t attempt, const Policy& policy,
+                                           const std::exception_ptr& failure) {
   const int64_t now = ctx_.clock.now();
   const RetryDecision decision =
       decideRetry(policy.retry, "durable alarm " + inQuotes(row.name), attempt, failure, now, ctx_.random,

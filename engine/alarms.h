@@ -81,9 +81,9 @@ class DurabilityAlarms final : public Participant {
   };
 
   Task<void> runItem(Row row, std::optional<AlarmInvocationInfo> info);
-  Task<void> runAttempt(Row row, std::optional<AlarmInvocationInfo> info);
+  Task<void> runAttempt(const Row& row, std::optional<AlarmInvocationInfo> info);
   Task<void> exhaust(const Row& row, const Policy& policy);
-  Task<void> settleFailure(const Row& row, int64_t attempt, const Policy& policy, std::exception_ptr failure);
+  Task<void> settleFailure(const Row& row, int64_t attempt, const Policy& policy, const std::exception_ptr& failure);
   void settleSuccess(const Row& row, int64_t attempt, int64_t durationMs);
   Task<void> runHandler(DurableAlarmHandler handler, DurableAlarmInfo info, std::shared_ptr<Active> active);
   Task<void> releaseAfterHandler(std::shared_ptr<Active> active, Permit permit);

@@ -231,8 +231,11 @@ Task<void> Engine::earlyTimerTask(std::shared_ptr<EarlyTimer> timer) {
   if (cancelled) co_return;
   if (earlyTimer_ == timer) earlyTimer_.reset();
   ctx_.probe("sch.timer.fire", {{"next", timer->next}});
-  Task<void> run = alarm(std::nullopt);
-  co_await logged(std::move(run), "early_timer");
+  try {
+    co_await alarm(std::nullopt);
+  } catch (...) {
+    logFailure(std::current_exception(), "early_timer");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -298,10 +301,10 @@ struct Engine::ConcurrentRun {
   std::exception_ptr firstError;
 };
 
-Task<void> Engine::runConcurrent(std::size_t count, std::function<Task<void>(std::size_t)> worker) {
+Task<void> Engine::runConcurrent(std::size_t count, const std::function<Task<void>(std::size_t)>& worker) {
   auto run = std::make_shared<ConcurrentRun>();
   run->count = count;
-  run->worker = std::move(worker);
+  run->worker = worker;
   const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(options_.alarmConcurrency), count);
   std::vector<Task<void>> tasks;
   tasks.reserve(workers);
@@ -327,10 +330,13 @@ Task<void> Engine::logged(Task<void> work, const char* what) {
   try {
     co_await std::move(work);
   } catch (...) {
-    const ErrorInfo error = serializeError(std::current_exception());
-    ctx_.logger.error("durability.background_execution.failed",
-                      {{"what", what}, {"error", error.message}, {"name", error.name}});
+    logFailure(std::current_exception(), what);
   }
+}
+
+void Engine::logFailure(std::exception_ptr failure, const char* what) {
+  const ErrorInfo error = serializeError(failure);
+  ctx_.logger.error("durability.background_execution.failed", {{"what", what}, {"error", error.message}, {"name", error.name}});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -80,8 +80,10 @@ void SimAsyncEvent::set() {
 Task<bool> SimAsyncEvent::wait(std::optional<int64_t> timeoutMs) {
   if (timeoutMs && *timeoutMs < 0)
     throw std::invalid_argument("AsyncEvent::wait requires timeoutMs >= 0, got " + std::to_string(*timeoutMs));
-  std::shared_ptr<State> state = state_;  // the frame keeps the state alive
-  co_return co_await Waiter(state, timeoutMs);
+  // A named awaiter, not a temporary: g++ 12 may destroy a temporary awaiter of a co_await twice,
+  // which would release the shared state one time too many.
+  Waiter waiter(state_, timeoutMs);
+  co_return co_await waiter;
 }
 
 }  // namespace durasim::sim

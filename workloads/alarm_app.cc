@@ -93,7 +93,8 @@ Task<nlohmann::json> AlarmApp::call(std::string_view method, const nlohmann::jso
     co_return nlohmann::json::object();
   }
   if (method == "cancel") {
-    const bool deleted = co_await alarms_->cancel(args.at("name").get<std::string>());
+    const std::string name = args.at("name").get<std::string>();
+    const bool deleted = co_await alarms_->cancel(name);
     co_return nlohmann::json{{"deleted", deleted}};
   }
   if (method == "purge") {
@@ -130,7 +131,7 @@ void AlarmApp::recordEffect(const DurableAlarmInfo& info) {
 }
 
 // workload.handler_throw / workload.handler_hang (runtime.md 11.2).
-Task<void> AlarmApp::misbehave(const std::string& point) {
+Task<void> AlarmApp::misbehave(const char* point) {
   if (!faults_) co_return;
   const sim::FaultSite site{ctx_.id.first + "/" + ctx_.id.second, ctx_.incarnation, point};
   if (faults_->fires(sim::FaultKind::workload_handler_throw, site)) throw std::runtime_error("injected handler failure");

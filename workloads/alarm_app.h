@@ -54,7 +54,7 @@ class AlarmApp final : public DurableObject {
  private:
   NamedAlarmOptions options(int64_t namesPerFamily);
   Task<void> handle(DurableAlarmInfo info);
-  Task<void> misbehave(const std::string& point);
+  Task<void> misbehave(const char* point);
   void recordEffect(const DurableAlarmInfo& info);
   void probeDuplicateAttach();
 

@@ -167,7 +167,7 @@ class AlarmsWorkload final : public Workload {
 
   // Retries an uncertain outcome until it is known to have been applied (each call is idempotent
   // in effect: a repeated schedule replaces with the same time, cancel and purge repeat harmlessly).
-  Task<void> perform(std::string target, std::string method, nlohmann::json args) {
+  Task<void> perform(const std::string& target, const std::string& method, const nlohmann::json& args) {
     for (int64_t attempt = 1;; ++attempt) {
       ++calls_;
       try {
