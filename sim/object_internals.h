@@ -255,7 +255,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   std::deque<std::function<void()>> gated_;       // events waiting for the input gate
   int64_t sleeping_ = 0;                          // frames parked on a timer
   int64_t busy_ = 0;                              // calls, alarm runs and external waits in progress
-  std::vector<const TaskScope*> rescued_;         // waiters of a failed commit, admitted while doomed
+  // Root ids (never reused, unlike addresses) of the waiters of a failed commit, admitted while doomed.
+  std::vector<uint64_t> rescued_;
   std::optional<AlarmInvocationInfo> alarm_info_; // the running alarm handler's invocation
   uint64_t effects_produced_ = 0;
   int64_t clock_offset_ = 0;  // clock.incarnation_offset
