@@ -145,7 +145,9 @@ void Engine::requestReconcile(StorageTxn& txn, const std::string& kind) {
 void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {
   std::optional<int64_t> next;
   for (Participant* participant : participants_) {
-    if (ownKindOnly_ && participant->kind() != kind) continue;
+    // The variant (hazards.md H-A) narrows a participant's own request; the engine's own refresh
+    // (kind "") still covers every participant.
+    if (ownKindOnly_ && !kind.empty() && participant->kind() != kind) continue;
     const std::optional<int64_t> candidate = participant->nextPendingAt(txn);
     if (candidate && (!next || *candidate < *next)) next = candidate;
   }
