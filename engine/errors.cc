@@ -46,6 +46,19 @@ DurableAttemptsExhaustedError::DurableAttemptsExhaustedError(std::string name, i
       alarmName_(std::move(name)),
       maxAttempts_(max) {}
 
+RoutingError::RoutingError() : DurabilityError("Routing requires a non-empty shard") {}
+
+namespace {
+std::string routingTimeoutMessage(int64_t ms) {
+  std::string message = "Routing push timed out after ";
+  message += std::to_string(ms);
+  message += "ms";
+  return message;
+}
+}  // namespace
+
+RoutingTimeoutError::RoutingTimeoutError(int64_t ms) : DurabilityError(routingTimeoutMessage(ms)), timeoutMs_(ms) {}
+
 ErrorInfo serializeError(std::exception_ptr e) noexcept {
   try {
     if (!e) return normalized(kDefaultName, "null");

@@ -67,6 +67,26 @@ class DurableAttemptsExhaustedError : public DurabilityError {
   int64_t maxAttempts_;
 };
 
+// Sharding produced an empty shard; `invoke` was not called (routing.md 3.1 step 3):
+// `Routing requires a non-empty shard`.
+class RoutingError : public DurabilityError {
+ public:
+  RoutingError();
+  std::string name() const override { return "RoutingError"; }
+};
+
+// The timeout wrapper's timer won the race against `invoke` (routing.md 3.2); the outcome is
+// uncertain: `Routing push timed out after <ms>ms`.
+class RoutingTimeoutError : public DurabilityError {
+ public:
+  explicit RoutingTimeoutError(int64_t ms);
+  std::string name() const override { return "RoutingTimeoutError"; }
+  int64_t timeoutMs() const { return timeoutMs_; }
+
+ private:
+  int64_t timeoutMs_;
+};
+
 // What is recorded of a failure (last_error_name / last_error, lifecycle events).
 struct ErrorInfo {
   std::string name, message;

@@ -1,0 +1,181 @@
+// RoutingLoad's per-second buckets (routing.md 2), the shared state of a RoutingClient and its views:
+// the capped, windowed observation map (3.1 steps 1 and 5), power-of-two-choices selection and the
+// adaptive width (4), and the client's validation messages (errors-and-contract.md 2).
+#include "engine/routing.h"
+
+#include <cmath>
+
+#include "engine/conventions.h"
+
+namespace durasim {
+
+namespace {
+
+int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+int64_t bucketIndex(int64_t second) {
+  return ((second % kRoutingBucketCount) + kRoutingBucketCount) % kRoutingBucketCount;
+}
+
+// inbound.inFlight * inbound.avg + outbound.inFlight * outbound.avg, absent averages as 0 (4 step 4).
+double pressure(const LoadSnapshot& load) {
+  return static_cast<double>(load.inbound.inFlight) * load.inbound.averageProcessingMs.value_or(0) +
+         static_cast<double>(load.outbound.inFlight) * load.outbound.averageProcessingMs.value_or(0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// RoutingLoad (routing.md 2)
+
+RoutingLoad::RoutingLoad(Clock& clock) : state_(std::make_shared<State>()) { state_->clock = &clock; }
+
+std::function<void()> RoutingLoad::begin(Direction direction) {
+  std::shared_ptr<State> state = state_;
+  state->of(direction).inFlight += 1;
+  const int64_t start = state->clock->now();
+  auto finished = std::make_shared<bool>(false);
+  return [state, direction, start, finished] {
+    if (*finished) return;
+    *finished = true;
+    const int64_t now = state->clock->now();
+    const int64_t second = floorDiv(now, kRoutingBucketMs);
+    PerDirection& dir = state->of(direction);
+    dir.inFlight -= 1;
+    Bucket& bucket = dir.buckets[static_cast<std::size_t>(bucketIndex(second))];
+    if (bucket.second != second) bucket = Bucket{second, 0, 0};
+    bucket.count += 1;
+    bucket.durationSum += now - start;
+  };
+}
+
+LoadSnapshot RoutingLoad::snapshot(int64_t pendingDeliveries) const {
+  const int64_t now = state_->clock->now();
+  const int64_t nowSec = floorDiv(now, kRoutingBucketMs);
+  const int64_t windowSeconds = kRoutingWindowMs / kRoutingBucketMs;
+  auto summarize = [&](const PerDirection& dir, ProcessingLoad& out) {
+    int64_t count = 0, duration = 0;
+    for (const Bucket& bucket : dir.buckets)
+      if (bucket.second > nowSec - windowSeconds && bucket.second <= nowSec) {
+        count += bucket.count;
+        duration += bucket.durationSum;
+      }
+    out.inFlight = dir.inFlight;
+    out.completed = count;
+    out.averageProcessingMs = count == 0 ? std::nullopt
+                                         : std::optional<double>(static_cast<double>(duration) / static_cast<double>(count));
+  };
+  LoadSnapshot snapshot;
+  snapshot.observedAt = now;
+  snapshot.windowMs = kRoutingWindowMs;
+  summarize(state_->inbound, snapshot.inbound);
+  summarize(state_->outbound, snapshot.outbound);
+  snapshot.outbound.pendingDeliveries = pendingDeliveries;
+  return snapshot;
+}
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Observations (routing.md 3.1 steps 1 and 5)
+
+Observations RoutingCore::observations(int64_t now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (now - it->second.load.observedAt >= kRoutingWindowMs) {
+      byUpdate_.erase(it->second.sequence);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  Observations copy;
+  for (const auto& [shard, entry] : entries_) copy.emplace(shard, entry.load);
+  return copy;
+}
+
+void RoutingCore::record(const std::string& shard, const LoadSnapshot& load) {
+  auto it = entries_.find(shard);
+  if (it != entries_.end()) {
+    if (load.observedAt < it->second.load.observedAt) return;  // an older reply never replaces a fresher one
+    byUpdate_.erase(it->second.sequence);
+    it->second.load = load;
+  } else {
+    it = entries_.emplace(shard, Entry{load, 0}).first;
+  }
+  it->second.sequence = nextSequence_++;
+  byUpdate_.emplace(it->second.sequence, shard);
+  while (entries_.size() > kRoutingMaxObservedShards) {  // evict the least recently updated
+    auto oldest = byUpdate_.begin();
+    entries_.erase(oldest->second);
+    byUpdate_.erase(oldest);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection and width (routing.md 4)
+
+ShardAddress RoutingCore::select(const Observations& observed, Random& random) const {
+  auto draw = [&] {
+    const auto i = static_cast<int64_t>(std::floor(random.random() * static_cast<double>(width_)));
+    return kRoutingShardPrefix + std::to_string(std::clamp<int64_t>(i, 0, width_ - 1));
+  };
+  const std::string a = draw();
+  const std::string b = draw();
+  auto loadA = observed.find(a);
+  if (loadA == observed.end()) return ShardAddress{a, std::nullopt};
+  auto loadB = observed.find(b);
+  if (loadB == observed.end()) return ShardAddress{b, std::nullopt};
+  const int64_t pendingA = loadA->second.outbound.pendingDeliveries;
+  const int64_t pendingB = loadB->second.outbound.pendingDeliveries;
+  if (pendingA != pendingB) return ShardAddress{pendingA < pendingB ? a : b, std::nullopt};
+  return ShardAddress{pressure(loadA->second) <= pressure(loadB->second) ? a : b, std::nullopt};
+}
+
+void RoutingCore::resize(const LoadSnapshot& load, int64_t now, int64_t softBacklogLimit) {
+  if (now - load.observedAt >= kRoutingWindowMs) return;               // stale: too old
+  if (lastResizeAt_ && load.observedAt < *lastResizeAt_) return;      // stale: before the last resize
+  const int64_t pending = load.outbound.pendingDeliveries;
+  if (pending > softBacklogLimit) {
+    if (!lastResizeAt_ || now - *lastResizeAt_ >= kRoutingGrowIntervalMs) {
+      width_ += 1;
+      lastResizeAt_ = now;
+    }
+    return;
+  }
+  if (width_ > 1 && (!lastResizeAt_ || now - *lastResizeAt_ >= kRoutingShrinkIntervalMs) &&
+      kRoutingShrinkBacklogFactor * pending < softBacklogLimit && load.inbound.inFlight == 0 &&
+      load.outbound.inFlight == 0) {
+    width_ -= 1;
+    lastResizeAt_ = now;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation (errors-and-contract.md 2)
+
+std::optional<nlohmann::json> mergeRoutingContext(const std::optional<nlohmann::json>& bound,
+                                                  const std::optional<nlohmann::json>& positional) {
+  if ((bound && !bound->is_object()) || (positional && !positional->is_object()))
+    throw TypeError("Routing context must be an object");
+  if (!bound) return positional;
+  if (!positional) return bound;
+  nlohmann::json merged = *positional;
+  for (const auto& [key, value] : bound->items()) merged[key] = value;
+  return merged;
+}
+
+void validateRoutingOptions(bool hasInvoke, int64_t softBacklogLimit) {
+  if (softBacklogLimit <= 0 || softBacklogLimit > kMaxSafeInteger)
+    throw RangeError("softBacklogLimit must be a positive safe integer");
+  if (!hasInvoke) throw TypeError("Routing requires an invoke function");
+}
+
+void validateRoutingTimeout(int64_t timeoutMs, bool hasMakeEvent, bool hasBackground) {
+  if (timeoutMs <= 0) throw RangeError("timeoutMs must be a positive integer");
+  if (!hasMakeEvent || !hasBackground)
+    throw TypeError("Routing timeout requires the makeEvent and background options");
+}
+
+}  // namespace detail
+
+}  // namespace durasim

@@ -1,0 +1,310 @@
+// Routing (routing.md): the result envelope and load snapshot (1), the object-side load observer
+// RoutingLoad (2), and the caller-side RoutingClient (3) with its default power-of-two-choices
+// selection and adaptive width (4). All state here is in memory and advisory.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/errors.h"
+#include "engine/runtime.h"
+#include "engine/runtime_errors.h"
+#include "engine/task.h"
+
+namespace durasim {
+
+// routing.md 2 and 3.1 step 1: loads are counted, and observations kept, over one 60 s window.
+inline constexpr int64_t kRoutingWindowMs = 60000;
+// routing.md 2: one bucket per second, 60 buckets per direction.
+inline constexpr int64_t kRoutingBucketMs = 1000;
+inline constexpr int64_t kRoutingBucketCount = 60;
+// routing.md 3.1 step 5: the observation map holds at most 1024 shards.
+inline constexpr std::size_t kRoutingMaxObservedShards = 1024;
+// routing.md 3: RoutingClientOptions::softBacklogLimit default.
+inline constexpr int64_t kRoutingDefaultSoftBacklogLimit = 1000;
+// routing.md 4, resize step 2: grow at most once per 1000 ms.
+inline constexpr int64_t kRoutingGrowIntervalMs = 1000;
+// routing.md 4, resize step 3: shrink at most once per 60000 ms.
+inline constexpr int64_t kRoutingShrinkIntervalMs = 60000;
+// routing.md 4, resize step 3: shrink only while 4 * pendingDeliveries < softBacklogLimit.
+inline constexpr int64_t kRoutingShrinkBacklogFactor = 4;
+// routing.md 4: default shard names are "shard-<i>".
+inline constexpr char kRoutingShardPrefix[] = "shard-";
+
+// ---------------------------------------------------------------------------------------------
+// 1. Result envelope and load snapshot (ErrorInfo is the one of engine/errors.h)
+
+struct ProcessingLoad {
+  int64_t inFlight = 0;                       // started, not finished
+  int64_t completed = 0;                      // finished within the window
+  std::optional<double> averageProcessingMs;  // nullopt iff completed == 0
+  friend bool operator==(const ProcessingLoad&, const ProcessingLoad&) = default;
+};
+struct OutboundLoad : ProcessingLoad {
+  int64_t pendingDeliveries = 0;
+  friend bool operator==(const OutboundLoad&, const OutboundLoad&) = default;
+};
+struct LoadSnapshot {
+  int64_t observedAt = 0;  // clock time of the snapshot
+  int64_t windowMs = kRoutingWindowMs;
+  ProcessingLoad inbound;
+  OutboundLoad outbound;
+  friend bool operator==(const LoadSnapshot&, const LoadSnapshot&) = default;
+};
+
+// Exactly one of value / error is set, matching success; load is always present.
+template <class T>
+struct EnqueueResult {
+  bool success = false;
+  std::optional<T> value;
+  std::optional<ErrorInfo> error;
+  LoadSnapshot load;
+
+  static EnqueueResult ok(T value, LoadSnapshot load) {
+    EnqueueResult result;
+    result.success = true;
+    result.value.emplace(std::move(value));
+    result.load = std::move(load);
+    return result;
+  }
+  static EnqueueResult rejected(ErrorInfo error, LoadSnapshot load) {
+    EnqueueResult result;
+    result.success = false;
+    result.error.emplace(std::move(error));
+    result.load = std::move(load);
+    return result;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// 2. RoutingLoad (server side, in memory; eviction resets everything)
+
+enum class Direction { inbound, outbound };
+
+class RoutingLoad {
+ public:
+  explicit RoutingLoad(Clock& clock);
+  // inFlight[dir] += 1 now; the returned finish is idempotent: its first call decrements inFlight
+  // and records one sample of the elapsed ms in the bucket of the current second.
+  std::function<void()> begin(Direction direction);
+  // inFlight live, completed / average over the buckets of (nowSec - 60, nowSec].
+  LoadSnapshot snapshot(int64_t pendingDeliveries) const;
+
+ private:
+  struct Bucket {
+    int64_t second = -1;
+    int64_t count = 0;
+    int64_t durationSum = 0;
+  };
+  struct PerDirection {
+    int64_t inFlight = 0;
+    std::array<Bucket, kRoutingBucketCount> buckets{};
+  };
+  struct State {
+    Clock* clock;
+    PerDirection inbound, outbound;
+    PerDirection& of(Direction d) { return d == Direction::inbound ? inbound : outbound; }
+  };
+  // Shared with every finish, so a finish outliving this object stays harmless.
+  std::shared_ptr<State> state_;
+};
+
+using DurabilityRouting = RoutingLoad;  // the object-side observer
+
+// ---------------------------------------------------------------------------------------------
+// 3. RoutingClient (caller side)
+
+struct ShardAddress {
+  std::string shard;
+  std::optional<std::string> locationHint;  // only influences where a new object is first placed
+  friend bool operator==(const ShardAddress&, const ShardAddress&) = default;
+};
+using Observations = std::map<std::string, LoadSnapshot>;  // shard -> latest load (a copy)
+
+template <class Input, class Value>
+struct RoutingClientOptions {
+  // Calls the application's method on the chosen object. Called exactly once per push.
+  std::function<Task<EnqueueResult<Value>>(const ShardAddress&, const Input&)> invoke;
+  // Optional custom sharding; without it the client uses its own selection (routing.md 4).
+  std::function<ShardAddress(const Input&, const std::optional<nlohmann::json>& context, const Observations&)>
+      sharding;
+  int64_t softBacklogLimit = kRoutingDefaultSoftBacklogLimit;
+  // Needed only by withTimeout views (routing.md 3.2), which race `invoke` against a timer: the
+  // invoke runs as background work (`background`, e.g. ObjectContext::waitUntil) and signals an
+  // event (`makeEvent`, e.g. ObjectContext::makeEvent) that the push awaits with a timeout. A client
+  // living outside any object passes its host's equivalents. withTimeout throws TypeError when
+  // either is empty.
+  std::function<std::shared_ptr<AsyncEvent>()> makeEvent;
+  std::function<void(Task<void>)> background;
+};
+
+namespace detail {
+
+// The state views share: observations (LRU by update, capped, windowed) and the width (routing.md 4).
+class RoutingCore {
+ public:
+  // Drops every entry with now - observedAt >= 60000, then returns a copy (routing.md 3.1 step 1).
+  Observations observations(int64_t now);
+  // routing.md 3.1 step 5: kept only if new or observedAt >= stored; then most recent; LRU cap.
+  void record(const std::string& shard, const LoadSnapshot& load);
+  // routing.md 4 select / resize.
+  ShardAddress select(const Observations& observed, Random& random) const;
+  void resize(const LoadSnapshot& load, int64_t now, int64_t softBacklogLimit);
+  int64_t width() const { return width_; }
+  std::optional<int64_t> lastResizeAt() const { return lastResizeAt_; }
+
+ private:
+  struct Entry {
+    LoadSnapshot load;
+    uint64_t sequence = 0;  // position in the update order
+  };
+  std::map<std::string, Entry> entries_;
+  std::map<uint64_t, std::string> byUpdate_;  // sequence -> shard, oldest first
+  uint64_t nextSequence_ = 0;
+  int64_t width_ = 1;
+  std::optional<int64_t> lastResizeAt_;
+};
+
+// routing.md 3.1 step 2: both contexts must be JSON objects; merged key by key, the bound one's keys
+// winning. nullopt when neither is given. Throws TypeError("Routing context must be an object").
+std::optional<nlohmann::json> mergeRoutingContext(const std::optional<nlohmann::json>& bound,
+                                                  const std::optional<nlohmann::json>& positional);
+
+void validateRoutingOptions(bool hasInvoke, int64_t softBacklogLimit);
+void validateRoutingTimeout(int64_t timeoutMs, bool hasMakeEvent, bool hasBackground);
+
+}  // namespace detail
+
+template <class Input, class Value>
+class RoutingClient {
+ public:
+  using Result = EnqueueResult<Value>;
+  using Options = RoutingClientOptions<Input, Value>;
+
+  // Throws RangeError("softBacklogLimit must be a positive safe integer") or
+  // TypeError("Routing requires an invoke function").
+  RoutingClient(Clock& clock, Random& random, Options options) {
+    detail::validateRoutingOptions(static_cast<bool>(options.invoke), options.softBacklogLimit);
+    shared_ = std::make_shared<Shared>(Shared{&clock, &random, std::move(options), {}});
+  }
+
+  // routing.md 3.1. Validation failures (context, empty shard, a throwing sharding function) throw
+  // before invoke is called; invoke is called exactly once; its exception propagates unchanged and
+  // records nothing; the response is returned unchanged after its load is recorded.
+  // The returned Task holds copies of the input, the context and the view's state, so neither the
+  // arguments nor this view need outlive the call. Inside a coroutine, keep the call out of the
+  // co_await expression (`Task<Result> t = client.push(input, context); co_await t;`): g++ 12 can
+  // destroy a by-value argument of an awaited call twice.
+  Task<Result> push(const Input& input, std::optional<nlohmann::json> context = std::nullopt) const {
+    return pushImpl(shared_, bound_, timeoutMs_, input, std::move(context));
+  }
+
+  // Prunes stale entries, then returns a deep copy.
+  Observations observations() { return shared_->core.observations(shared_->clock->now()); }
+
+  // A view with a bound context; views share observations, width and resize state. When views
+  // compose, each view merges its own context over what it is given and passes the result on to the
+  // view it was made from, so the earliest binding's keys win.
+  RoutingClient withContext(nlohmann::json context) const {
+    RoutingClient view = *this;
+    view.bound_.push_back(std::move(context));
+    return view;
+  }
+
+  // A view whose push races invoke against a timer of `timeoutMs` (routing.md 3.2). Throws
+  // RangeError("timeoutMs must be a positive integer"). Composed timeouts: the shortest applies.
+  RoutingClient withTimeout(int64_t timeoutMs) const {
+    detail::validateRoutingTimeout(timeoutMs, static_cast<bool>(shared_->options.makeEvent),
+                                   static_cast<bool>(shared_->options.background));
+    RoutingClient view = *this;
+    view.timeoutMs_ = timeoutMs_ ? std::min(*timeoutMs_, timeoutMs) : timeoutMs;
+    return view;
+  }
+
+  int64_t width() const { return shared_->core.width(); }
+
+ private:
+  struct Shared {
+    Clock* clock;
+    Random* random;
+    Options options;
+    detail::RoutingCore core;
+  };
+  // One raced invoke: the background runner fills result or error, then sets done.
+  struct TimedCall {
+    std::shared_ptr<AsyncEvent> done;
+    std::optional<int64_t> startedAt;
+    std::optional<Result> result;
+    std::exception_ptr error;
+  };
+
+  static Task<Result> pushImpl(std::shared_ptr<Shared> shared, std::vector<nlohmann::json> bound,
+                               std::optional<int64_t> timeoutMs, Input input, std::optional<nlohmann::json> context) {
+    Observations observed = shared->core.observations(shared->clock->now());
+    std::optional<nlohmann::json> merged = detail::mergeRoutingContext(std::nullopt, context);
+    for (auto it = bound.rbegin(); it != bound.rend(); ++it) merged = detail::mergeRoutingContext(*it, merged);
+    ShardAddress address = shared->options.sharding ? shared->options.sharding(input, merged, observed)
+                                                    : shared->core.select(observed, *shared->random);
+    if (address.shard.empty()) throw RoutingError();
+
+    std::optional<Result> response;
+    if (timeoutMs) {
+      const int64_t ms = *timeoutMs;
+      response.emplace(co_await invokeWithTimeout(shared, address, input, ms));
+    } else {
+      Task<Result> call = shared->options.invoke(address, input);
+      response.emplace(co_await call);
+    }
+    shared->core.record(address.shard, response->load);
+    if (!shared->options.sharding)
+      shared->core.resize(response->load, shared->clock->now(), shared->options.softBacklogLimit);
+    co_return std::move(*response);
+  }
+
+  static Task<void> runInvoke(std::shared_ptr<Shared> shared, ShardAddress address, Input input,
+                              std::shared_ptr<TimedCall> call) {
+    call->startedAt = shared->clock->now();
+    try {
+      Task<Result> invoked = shared->options.invoke(address, input);
+      call->result.emplace(co_await invoked);
+    } catch (...) {
+      call->error = std::current_exception();
+    }
+    call->done->set();
+  }
+
+  // Throws RoutingTimeoutError(ms) once `ms` have passed since invoke started without a reply; the
+  // invoke keeps running in the background and its late reply is discarded.
+  static Task<Result> invokeWithTimeout(const std::shared_ptr<Shared>& shared, const ShardAddress& address,
+                                        const Input& input, int64_t timeoutMs) {
+    auto call = std::make_shared<TimedCall>();
+    call->done = shared->options.makeEvent();
+    shared->options.background(runInvoke(shared, address, input, call));
+    int64_t waitMs = timeoutMs;
+    while (!co_await call->done->wait(waitMs)) {
+      // The runner may start later than this wait: the deadline counts from invoke's start.
+      const int64_t elapsed = call->startedAt ? shared->clock->now() - *call->startedAt : 0;
+      if (call->startedAt && elapsed >= timeoutMs) throw RoutingTimeoutError(timeoutMs);
+      waitMs = timeoutMs - elapsed;
+    }
+    if (call->error) std::rethrow_exception(call->error);
+    co_return std::move(*call->result);
+  }
+
+  std::shared_ptr<Shared> shared_;
+  std::vector<nlohmann::json> bound_;  // bound contexts, oldest view first
+  std::optional<int64_t> timeoutMs_;
+};
+
+}  // namespace durasim
