@@ -232,7 +232,7 @@ Task<void> Engine::earlyTimerTask(std::shared_ptr<EarlyTimer> timer) {
   const bool cancelled = co_await timer->cancelled->wait(std::max<int64_t>(timer->next - ctx_.clock.now(), 0));
   if (cancelled) co_return;
   if (earlyTimer_ == timer) earlyTimer_.reset();
-  ctx_.probe("sch.timer.fire", {{"next", timer->next}});
+  ctx_.probe("sch.timer.fire", {{"next", timer->next}, {"now", ctx_.clock.now()}});
   try {
     co_await alarm(std::nullopt);
   } catch (...) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -131,7 +132,8 @@ class AlarmChecks final : public sim::TraceSink {
   sim::Tallies tallies_;
   std::map<Key, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
-  std::map<std::pair<std::string, int64_t>, PurgeExpectation> purgeExpected_;  // (object, before)
+  // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.
+  std::map<std::tuple<std::string, int64_t, int64_t>, PurgeExpectation> purgeExpected_;
   uint64_t seq_ = 0;  // events seen
 };
 
