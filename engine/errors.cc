@@ -59,6 +59,12 @@ std::string routingTimeoutMessage(int64_t ms) {
 
 RoutingTimeoutError::RoutingTimeoutError(int64_t ms) : DurabilityError(routingTimeoutMessage(ms)), timeoutMs_(ms) {}
 
+LogTruncatedError::LogTruncatedError(int64_t requestedOffset, int64_t oldestOffset)
+    : DurabilityError("Log offset " + std::to_string(requestedOffset) + " was trimmed; the oldest retained offset is " +
+                      std::to_string(oldestOffset)),
+      requestedOffset_(requestedOffset),
+      oldestOffset_(oldestOffset) {}
+
 ErrorInfo serializeError(std::exception_ptr e) noexcept {
   try {
     if (!e) return normalized(kDefaultName, "null");

@@ -1,4 +1,4 @@
-// Library error classes used by the scheduler, retry policy, named alarms and migrations
+// Library error classes used by the scheduler, retry policy, named alarms, migrations, routing and the log
 // (errors-and-contract.md 2), with their exact name() strings and messages, plus serializeError
 // (2.1, never throws) and isNonRetryable (2.2). Runtime errors are never wrapped here.
 #pragma once
@@ -85,6 +85,28 @@ class RoutingTimeoutError : public DurabilityError {
 
  private:
   int64_t timeoutMs_;
+};
+
+// A definite rejection of a log append, or a bad offset argument (errors-and-contract.md 2, log.md 3-5):
+// returned in EnqueueResult.error by append, thrown by read and commit.
+class LogAppendError : public DurabilityError {
+ public:
+  using DurabilityError::DurabilityError;
+  std::string name() const override { return "LogAppendError"; }
+};
+
+// A read below the oldest readable offset, or of a flushed offset that cannot be loaded (log.md 4.2):
+// `Log offset <requestedOffset> was trimmed; the oldest retained offset is <oldestOffset>`.
+class LogTruncatedError : public DurabilityError {
+ public:
+  LogTruncatedError(int64_t requestedOffset, int64_t oldestOffset);
+  std::string name() const override { return "LogTruncatedError"; }
+  int64_t requestedOffset() const { return requestedOffset_; }
+  int64_t oldestOffset() const { return oldestOffset_; }
+
+ private:
+  int64_t requestedOffset_;
+  int64_t oldestOffset_;
 };
 
 // What is recorded of a failure (last_error_name / last_error, lifecycle events).

@@ -1,0 +1,337 @@
+// DurabilityLog (log.md 1-5, 8); see log.h. Appends are one storage transaction that assigns dense
+// offsets from durability_log_seq; reads see only [oldestOffset, nextOffset); cursors move forward only.
+// Probes ("log.*") report appends and commits.
+#include "engine/log.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "engine/conventions.h"
+#include "engine/errors.h"
+
+namespace durasim {
+
+namespace {
+
+const std::vector<Migration> kLogMigrations = {
+    {"durability_0006_create_log",
+     "CREATE TABLE durability_log_records ("
+     " \"offset\" INTEGER PRIMARY KEY,"
+     " dedup_key TEXT NOT NULL UNIQUE,"
+     " payload TEXT NOT NULL,"
+     " bytes INTEGER NOT NULL,"
+     " appended_at INTEGER NOT NULL);"
+     "CREATE INDEX durability_log_records_appended_idx ON durability_log_records (appended_at, \"offset\");"
+     "CREATE TABLE durability_log_cursors ("
+     " consumer TEXT PRIMARY KEY,"
+     " \"offset\" INTEGER NOT NULL,"
+     " committed_at INTEGER NOT NULL);"
+     "CREATE TABLE durability_log_segments ("
+     " first_offset INTEGER PRIMARY KEY,"
+     " last_offset INTEGER NOT NULL,"
+     " locator TEXT NOT NULL,"
+     " bytes INTEGER NOT NULL,"
+     " flushed_at INTEGER NOT NULL);"
+     "CREATE TABLE durability_log_seq ("
+     " id INTEGER PRIMARY KEY CHECK (id = 1),"
+     " next_offset INTEGER NOT NULL,"
+     " total_bytes INTEGER NOT NULL);"
+     "INSERT INTO durability_log_seq (id, next_offset, total_bytes) VALUES (1, 0, 0);"
+     "CREATE TABLE durability_log_flush ("
+     " id INTEGER PRIMARY KEY CHECK (id = 1),"
+     " first_offset INTEGER NOT NULL,"
+     " last_offset INTEGER NOT NULL,"
+     " created_at INTEGER NOT NULL);",
+     "DROP TABLE IF EXISTS durability_log_flush;"
+     "DROP TABLE IF EXISTS durability_log_seq;"
+     "DROP TABLE IF EXISTS durability_log_segments;"
+     "DROP TABLE IF EXISTS durability_log_cursors;"
+     "DROP TABLE IF EXISTS durability_log_records;"}};
+
+const std::vector<Migration> kLogLeaseMigrations = {
+    {"durability_0007_create_log_leases",
+     "CREATE TABLE durability_log_leases ("
+     " batch_id TEXT PRIMARY KEY,"
+     " consumer TEXT NOT NULL,"
+     " first_offset INTEGER NOT NULL,"
+     " last_offset INTEGER NOT NULL,"
+     " state TEXT NOT NULL CHECK (state IN ('active','pending','acked','skipped')),"
+     " attempt INTEGER NOT NULL,"
+     " expires_at INTEGER NOT NULL,"
+     " created_at INTEGER NOT NULL);"
+     "CREATE INDEX durability_log_leases_claim_idx ON durability_log_leases (consumer, state, expires_at, first_offset);"
+     "CREATE INDEX durability_log_leases_order_idx ON durability_log_leases (consumer, first_offset);"
+     "CREATE TABLE durability_log_allocations ("
+     " consumer TEXT PRIMARY KEY,"
+     " allocated_offset INTEGER NOT NULL);",
+     "DROP TABLE IF EXISTS durability_log_allocations;"
+     "DROP TABLE IF EXISTS durability_log_leases;"}};
+
+constexpr char kLogCapability[] = "log";
+constexpr char kLeaseCapability[] = "logLeases";
+
+void requirePositive(const std::optional<int64_t>& value, const char* name) {
+  if (value && *value <= 0) throw RangeError(std::string(name) + " must be a positive integer");
+}
+
+void validate(const LogOptions& o) {
+  requirePositive(o.maxBatchSize, "maxBatchSize");
+  if (o.retention) {
+    requirePositive(o.retention->maxAgeMs, "retention.maxAgeMs");
+    requirePositive(o.retention->maxRecords, "retention.maxRecords");
+    requirePositive(o.retention->maxBytes, "retention.maxBytes");
+    if (o.retention->maxBytes && *o.retention->maxBytes > kMaxLogBytes)
+      throw RangeError("retention.maxBytes must not exceed 1073741824 bytes");
+  }
+  if (o.leases) {
+    requirePositive(o.leases->maxParallelism, "leases.maxParallelism");
+    requirePositive(o.leases->leaseMs, "leases.leaseMs");
+    requirePositive(o.leases->maxAttempts, "leases.maxAttempts");
+  }
+}
+
+bool holds(const std::vector<Migration>& list, const std::string& name) {
+  return std::any_of(list.begin(), list.end(), [&](const Migration& m) { return m.name == name; });
+}
+
+// Runs `finish` of routing.begin on every exit path of append.
+struct Finish {
+  std::function<void()> fn;
+  ~Finish() {
+    if (fn) fn();
+  }
+};
+
+struct Bounds {
+  int64_t oldest, hot, next;
+};
+
+Bounds readBounds(ObjectStorage& storage) {
+  SqlRow row = storage
+                   .exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
+                         " (SELECT MIN(\"offset\") FROM durability_log_records) AS hot,"
+                         " (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
+                   .one();
+  const int64_t next = row.int64("next");
+  const int64_t hot = row.optInt64("hot").value_or(next);
+  const int64_t oldest = std::min(row.optInt64("seg").value_or(hot), hot);
+  return Bounds{oldest, hot, next};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Construction, schema (log.md 1-2)
+
+DurabilityLog::DurabilityLog(DurabilityScheduler& scheduler, LogOptions options)
+    : ctx_(scheduler.engine().context()), options_(std::move(options)), routing_(options_.routing) {
+  validate(options_);
+  if (!routing_) routing_ = &ownRouting_.emplace(ctx_.clock);
+  migrate(ctx_.storage, MigrationTarget::latest());
+  if (options_.leases) durasim::migrate(ctx_.storage, kLeaseCapability, kLogLeaseMigrations, MigrationTarget::latest());
+}
+
+const std::vector<Migration>& DurabilityLog::migrations() { return kLogMigrations; }
+const std::vector<Migration>& DurabilityLog::leaseMigrations() { return kLogLeaseMigrations; }
+
+MigrationResult DurabilityLog::migrate(ObjectStorage& storage, MigrationTarget target) {
+  switch (target.kind()) {
+    case MigrationTarget::Kind::none: {
+      MigrationResult leases = durasim::migrate(storage, kLeaseCapability, kLogLeaseMigrations, MigrationTarget::none());
+      MigrationResult log = durasim::migrate(storage, kLogCapability, kLogMigrations, MigrationTarget::none());
+      leases.applied.insert(leases.applied.end(), log.applied.begin(), log.applied.end());
+      leases.rolledBack.insert(leases.rolledBack.end(), log.rolledBack.begin(), log.rolledBack.end());
+      return leases;
+    }
+    case MigrationTarget::Kind::named:
+      if (holds(kLogLeaseMigrations, target.name()))
+        return durasim::migrate(storage, kLeaseCapability, kLogLeaseMigrations, std::move(target));
+      return durasim::migrate(storage, kLogCapability, kLogMigrations, std::move(target));
+    case MigrationTarget::Kind::latest:
+    default:
+      return durasim::migrate(storage, kLogCapability, kLogMigrations, std::move(target));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Append (log.md 3)
+
+Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(LogAppendInput record) {
+  std::vector<LogAppendInput> batch;
+  batch.push_back(std::move(record));
+  Task<EnqueueResult<std::vector<int64_t>>> appending = append(std::move(batch));
+  co_return co_await appending;
+}
+
+Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogAppendInput> records) {
+  using Result = EnqueueResult<std::vector<int64_t>>;
+  Finish finish{routing_->begin(Direction::inbound)};
+
+  // 1. Definite rejections: nothing is written.
+  std::optional<std::string> rejection;
+  if (records.empty())
+    rejection = "Append requires at least one record";
+  else if (static_cast<int64_t>(records.size()) > options_.maxBatchSize)
+    rejection = "Append accepts at most " + std::to_string(options_.maxBatchSize) + " records";
+  std::vector<std::string> keys, payloads;
+  if (!rejection) {
+    for (const LogAppendInput& r : records) {
+      if (r.deduplicationKey && r.deduplicationKey->empty()) {
+        rejection = "Deduplication key must be a non-empty string";
+        break;
+      }
+    }
+  }
+  if (!rejection) {
+    for (const LogAppendInput& r : records) {
+      std::optional<std::string> payload = serialize(r.body);
+      if (!payload) {
+        rejection = "Record body is not serializable JSON";
+        break;
+      }
+      payloads.push_back(std::move(*payload));
+    }
+  }
+  if (rejection) {
+    const ErrorInfo error = serializeError(std::make_exception_ptr(LogAppendError(*rejection)));
+    ctx_.probe("log.append.rejected", {{"message", error.message}});
+    LoadSnapshot snapshot = co_await load();
+    co_return Result::rejected(error, std::move(snapshot));
+  }
+
+  // 2. Keys: the given one, or a fresh uuid.
+  for (const LogAppendInput& r : records) keys.push_back(r.deduplicationKey ? *r.deduplicationKey : ctx_.random.uuid());
+
+  // 3. One transaction.
+  const int64_t now = ctx_.clock.now();
+  std::vector<int64_t> offsets = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    std::map<std::string, int64_t> offsetOf;   // key -> offset (hits and new keys)
+    std::vector<std::string> fresh;            // new keys, by first occurrence
+    std::map<std::string, std::size_t> last;   // key -> index of its last occurrence
+    for (std::size_t i = 0; i < keys.size(); ++i) last[keys[i]] = i;
+    std::map<std::string, bool> looked;
+    for (const std::string& key : keys) {
+      if (looked.count(key)) continue;
+      looked[key] = true;
+      std::optional<SqlRow> hit = txn.exec("SELECT \"offset\" FROM durability_log_records WHERE dedup_key = ?", key).next();
+      if (hit)
+        offsetOf[key] = hit->int64("offset");
+      else
+        fresh.push_back(key);
+    }
+    if (!fresh.empty()) {
+      SqlRow seq = txn.exec("SELECT next_offset, total_bytes FROM durability_log_seq WHERE id = 1").one();
+      int64_t next = seq.int64("next_offset");
+      int64_t added = 0;
+      for (const std::string& key : fresh) {
+        const std::string& payload = payloads[last[key]];
+        const int64_t bytes = static_cast<int64_t>(payload.size());
+        txn.exec("INSERT INTO durability_log_records (\"offset\", dedup_key, payload, bytes, appended_at) VALUES (?, ?, ?, ?, ?)",
+                 next, key, payload, bytes, now);
+        offsetOf[key] = next++;
+        added += bytes;
+      }
+      txn.exec("UPDATE durability_log_seq SET next_offset = ?, total_bytes = total_bytes + ? WHERE id = 1", next, added);
+    }
+    std::vector<int64_t> out;
+    for (const std::string& key : keys) out.push_back(offsetOf.at(key));
+    ctx_.probe("log.append.write", {{"offsets", out}, {"new", fresh.size()}, {"at", now}});
+    return out;
+  });
+  ctx_.probe("log.append", {{"offsets", offsets}});
+  LoadSnapshot snapshot = co_await load();
+  co_return Result::ok(std::move(offsets), std::move(snapshot));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read and bounds (log.md 4)
+
+Task<LogBounds> DurabilityLog::bounds() {
+  const Bounds b = readBounds(ctx_.storage);
+  co_return LogBounds{b.oldest, b.hot, b.next};
+}
+
+Task<LogPage> DurabilityLog::read(int64_t from, std::optional<int64_t> limit) {
+  if (limit && *limit <= 0) throw RangeError("limit must be a positive integer");
+  if (from < 0) throw LogAppendError("Offset must be a non-negative integer");
+  const Bounds b = readBounds(ctx_.storage);
+  if (from < b.oldest) throw LogTruncatedError(from, b.oldest);
+  const int64_t capped = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
+
+  LogPage page;
+  if (from < b.hot) {
+    // Rehydrate from the one cold segment holding `from` (segments are written by trim, log.md 6).
+    std::optional<SqlRow> seg = ctx_.storage
+                                    .exec("SELECT * FROM durability_log_segments WHERE first_offset <= ? AND last_offset >= ?"
+                                          " ORDER BY first_offset DESC LIMIT 1",
+                                          from, from)
+                                    .next();
+    if (!seg || !options_.cold || !options_.cold->read) throw LogTruncatedError(from, std::max(from + 1, b.hot));
+    const std::string locator = seg->text("locator");
+    Task<std::optional<std::vector<LogRecord>>> loading = options_.cold->read(locator);
+    std::optional<std::vector<LogRecord>> loaded = co_await loading;
+    if (!loaded) throw LogTruncatedError(from, std::max(from + 1, b.hot));
+    for (LogRecord& r : *loaded)
+      if (r.offset >= from) page.records.push_back(std::move(r));
+    std::sort(page.records.begin(), page.records.end(),
+              [](const LogRecord& x, const LogRecord& y) { return x.offset < y.offset; });
+    if (static_cast<int64_t>(page.records.size()) > capped) page.records.resize(static_cast<std::size_t>(capped));
+  } else {
+    for (const SqlRow& row : ctx_.storage
+                                 .exec("SELECT \"offset\", dedup_key, payload, appended_at FROM durability_log_records"
+                                       " WHERE \"offset\" >= ? ORDER BY \"offset\" LIMIT ?",
+                                       from, capped)
+                                 .toVector())
+      page.records.push_back(
+          LogRecord{row.int64("offset"), row.text("dedup_key"), deserialize(row.text("payload")), row.int64("appended_at")});
+  }
+  page.nextOffset = page.records.empty() ? std::max(from, b.next) : page.records.back().offset + 1;
+  page.lag = std::max<int64_t>(0, b.next - page.nextOffset);
+  co_return page;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cursors (log.md 5)
+
+Task<std::optional<int64_t>> DurabilityLog::cursor(const std::string& consumer) {
+  std::optional<SqlRow> row = ctx_.storage.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
+  if (!row) co_return std::nullopt;
+  co_return row->int64("offset");
+}
+
+Task<void> DurabilityLog::commit(const std::string& consumer, int64_t offset) {
+  if (offset < 0) throw LogAppendError("Offset must be a non-negative integer");
+  const int64_t now = ctx_.clock.now();
+  co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const int64_t moved =
+        txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
+                 " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
+                 " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
+                 consumer, offset, now)
+            .rowsWritten();
+    ctx_.probe("log.commit.write", {{"consumer", consumer}, {"offset", offset}, {"moved", moved > 0}});
+  });
+}
+
+Task<std::map<std::string, int64_t>> DurabilityLog::cursors() {
+  std::map<std::string, int64_t> out;
+  for (const SqlRow& row : ctx_.storage.exec("SELECT consumer, \"offset\" FROM durability_log_cursors ORDER BY consumer").toVector())
+    out[row.text("consumer")] = row.int64("offset");
+  co_return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load (log.md 8)
+
+Task<LoadSnapshot> DurabilityLog::load() {
+  SqlRow row = ctx_.storage
+                   .exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
+                         " (SELECT MIN(\"offset\") FROM durability_log_cursors) AS low")
+                   .one();
+  const std::optional<int64_t> low = row.optInt64("low");
+  const int64_t backlog = low ? std::max<int64_t>(0, row.int64("next") - *low) : 0;
+  co_return routing_->snapshot(backlog);
+}
+
+}  // namespace durasim

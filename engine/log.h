@@ -1,0 +1,131 @@
+// DurabilityLog (log.md 1-5, 8): an append-only retained log with deduplicated atomic appends,
+// offset reads and forward-only consumer cursors. Keeps offsets dense and never reused
+// (next_offset never decreases; hot offsets are exactly [hotOffset, nextOffset)), append batches all
+// or nothing, dedup hits return the original offset, and cursors that only move forward.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/migrations.h"
+#include "engine/routing.h"
+#include "engine/runtime.h"
+#include "engine/scheduler.h"
+#include "engine/task.h"
+
+namespace durasim {
+
+inline constexpr int64_t kMaxLogBytes = 1073741824;  // 2^30 bytes (1 GiB)
+
+struct LogAppendInput {
+  nlohmann::json body;
+  std::optional<std::string> deduplicationKey;
+};
+struct LogRecord {
+  int64_t offset = 0;
+  std::string deduplicationKey;
+  nlohmann::json body;
+  int64_t appendedAt = 0;
+};
+struct LogPage {
+  std::vector<LogRecord> records;
+  int64_t nextOffset = 0;
+  int64_t lag = 0;
+};
+struct LogBounds {
+  int64_t oldestOffset = 0;
+  int64_t hotOffset = 0;
+  int64_t nextOffset = 0;
+  friend bool operator==(const LogBounds&, const LogBounds&) = default;
+};
+struct LogSegment {
+  int64_t firstOffset = 0;
+  int64_t lastOffset = 0;
+  std::vector<LogRecord> records;
+};
+
+struct LogColdStorage {
+  std::function<Task<std::string>(const LogSegment&)> write;                           // returns a locator
+  std::function<Task<std::optional<std::vector<LogRecord>>>(const std::string&)> read;  // nullopt = gone
+};
+struct LogRetention {
+  std::optional<int64_t> maxAgeMs, maxRecords, maxBytes;
+};
+
+struct LogLease {
+  std::string batchId;
+  std::string consumer;
+  std::vector<LogRecord> records;
+  int64_t firstOffset = 0;
+  int64_t lastOffset = 0;
+  int64_t attempt = 0;  // 1-based
+  int64_t expiresAt = 0;
+};
+enum class LeaseState { active, pending, acked, skipped };
+struct LogLeaseRow {
+  std::string batchId;
+  std::string consumer;
+  int64_t firstOffset = 0;
+  int64_t lastOffset = 0;
+  LeaseState state = LeaseState::active;
+  int64_t attempt = 0;
+  int64_t expiresAt = 0;
+  int64_t createdAt = 0;
+};
+struct LogLeaseOptions {
+  int64_t maxParallelism = 1;
+  int64_t leaseMs = 30000;
+  std::optional<int64_t> maxAttempts;
+  std::function<Task<void>(const LogLease&)> onPoison;  // empty = none
+};
+struct LogOptions {
+  std::optional<LogRetention> retention;
+  std::optional<LogColdStorage> cold;
+  std::optional<LogLeaseOptions> leases;  // absent = leases disabled, no lease tables
+  RoutingLoad* routing = nullptr;         // absent = a private RoutingLoad
+  int64_t maxBatchSize = 100;
+};
+
+class DurabilityLog {
+ public:
+  // Validates the options (RangeError before any write), applies migration `log`, and `logLeases`
+  // when `leases` is set. Registers no scheduler participant and never touches the alarm.
+  DurabilityLog(DurabilityScheduler& scheduler, LogOptions options = {});
+
+  // log.md 3: one transaction; definite rejections are returned (success = false, nothing written);
+  // a storage error propagates (outcome uncertain).
+  Task<EnqueueResult<std::vector<int64_t>>> append(std::vector<LogAppendInput> records);
+  Task<EnqueueResult<std::vector<int64_t>>> append(LogAppendInput record);  // = append({record})
+  // log.md 4.2: throws RangeError (limit), LogAppendError (from < 0), LogTruncatedError.
+  Task<LogPage> read(int64_t from, std::optional<int64_t> limit = std::nullopt);
+  // log.md 4.1: oldestOffset <= hotOffset <= nextOffset, from one read.
+  Task<LogBounds> bounds();
+  // log.md 5.
+  Task<std::optional<int64_t>> cursor(const std::string& consumer);
+  Task<void> commit(const std::string& consumer, int64_t offset);
+  Task<std::map<std::string, int64_t>> cursors();
+  // log.md 8: routing snapshot with backlog = nextOffset - min cursor (0 without cursors).
+  Task<LoadSnapshot> load();
+
+  // later: trim() and forgetColdBefore() (log.md 6), lease/ack/nack/leases (log.md 7).
+
+  // log.md 2: latest() applies `log` only; none() reverts `logLeases` (if applied) then `log`; a named
+  // target goes to the capability whose list holds it (`log` otherwise, which refuses unknown names).
+  static MigrationResult migrate(ObjectStorage& storage, MigrationTarget target = MigrationTarget::latest());
+  static const std::vector<Migration>& migrations();       // capability `log`
+  static const std::vector<Migration>& leaseMigrations();  // capability `logLeases`
+
+ private:
+  ObjectContext& ctx_;
+  LogOptions options_;
+  std::optional<RoutingLoad> ownRouting_;
+  RoutingLoad* routing_;
+};
+
+}  // namespace durasim
