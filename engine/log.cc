@@ -1,6 +1,8 @@
-// DurabilityLog (log.md 1-5, 8); see log.h. Appends are one storage transaction that assigns dense
-// offsets from durability_log_seq; reads see only [oldestOffset, nextOffset); cursors move forward only.
-// Probes ("log.*") report appends and commits.
+// DurabilityLog (log.md 1-6, 8); see log.h. Appends are one storage transaction that assigns dense
+// offsets from durability_log_seq; reads see only [oldestOffset, nextOffset); cursors move forward only;
+// trim removes the oldest hot records per retention, flushing them to cold storage first when it is
+// configured (flush intent, cold.write, then one transaction for the segment and the deletion).
+// Probes ("log.*") report appends, commits and trim passes.
 #include "engine/log.h"
 
 #include <algorithm>
@@ -319,6 +321,174 @@ Task<std::map<std::string, int64_t>> DurabilityLog::cursors() {
   for (const SqlRow& row : ctx_.storage.exec("SELECT consumer, \"offset\" FROM durability_log_cursors ORDER BY consumer").toVector())
     out[row.text("consumer")] = row.int64("offset");
   co_return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trim and cold flush (log.md 6)
+
+Task<void> DurabilityLog::lockTrim() {
+  if (!trimming_) {
+    trimming_ = true;
+    co_return;
+  }
+  std::shared_ptr<AsyncEvent> turn = ctx_.makeEvent();
+  trimWaiters_.push_back(turn);
+  co_await turn->wait();  // the releasing trim hands the lock over (trimming_ stays true)
+}
+
+void DurabilityLog::unlockTrim() {
+  if (trimWaiters_.empty()) {
+    trimming_ = false;
+    return;
+  }
+  std::shared_ptr<AsyncEvent> next = trimWaiters_.front();
+  trimWaiters_.pop_front();
+  next->set();
+}
+
+Task<int64_t> DurabilityLog::trim() {
+  const std::optional<LogRetention>& r = options_.retention;
+  if (!r || (!r->maxAgeMs && !r->maxRecords && !r->maxBytes)) co_return 0;
+  co_await lockTrim();
+  struct Unlock {
+    DurabilityLog* log;
+    ~Unlock() { log->unlockTrim(); }
+  } unlock{this};
+  Task<int64_t> running = trimLocked();
+  const int64_t removed = co_await running;
+  co_return removed;
+}
+
+Task<int64_t> DurabilityLog::trimLocked() {
+  const LogRetention& r = *options_.retention;
+  struct HotRow {
+    int64_t offset;
+    std::string key;
+    std::string payload;
+    int64_t bytes;
+    int64_t appendedAt;
+  };
+  auto toRow = [](const SqlRow& row) {
+    return HotRow{row.int64("offset"), row.text("dedup_key"), row.text("payload"), row.int64("bytes"), row.int64("appended_at")};
+  };
+  int64_t removed = 0;
+  for (;;) {
+    // 1. Time and age cutoff.
+    const int64_t now = ctx_.clock.now();
+    const std::optional<int64_t> cutoff = r.maxAgeMs ? std::optional<int64_t>(now - *r.maxAgeMs) : std::nullopt;
+
+    // 2. The range: an unfinished flush intent first (with cold), else the expiring oldest prefix.
+    std::vector<HotRow> range;
+    int64_t first = 0, last = 0;
+    bool fromIntent = false;
+    if (options_.cold) {
+      std::optional<SqlRow> intent =
+          ctx_.storage.exec("SELECT first_offset, last_offset FROM durability_log_flush WHERE id = 1").next();
+      if (intent) {
+        fromIntent = true;
+        first = intent->int64("first_offset");
+        last = intent->int64("last_offset");
+        for (const SqlRow& row : ctx_.storage
+                                     .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM durability_log_records"
+                                           " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
+                                           first, last)
+                                     .toVector())
+          range.push_back(toRow(row));
+      }
+    }
+    if (!fromIntent) {
+      const std::vector<SqlRow> oldest = ctx_.storage
+                                             .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM durability_log_records"
+                                                   " ORDER BY \"offset\" LIMIT ?",
+                                                   options_.maxBatchSize)
+                                             .toVector();
+      if (oldest.empty()) co_return removed;
+      SqlRow totals = ctx_.storage
+                          .exec("SELECT (SELECT COUNT(*) FROM durability_log_records) AS n,"
+                                " (SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total")
+                          .one();
+      const int64_t excess = r.maxRecords ? std::max<int64_t>(0, totals.int64("n") - *r.maxRecords) : 0;
+      int64_t over = r.maxBytes ? std::max<int64_t>(0, totals.int64("total") - *r.maxBytes) : 0;
+      for (std::size_t i = 0; i < oldest.size(); ++i) {
+        HotRow row = toRow(oldest[i]);
+        const bool expiring = static_cast<int64_t>(i) < excess || over > 0 || (cutoff && row.appendedAt < *cutoff);
+        over -= row.bytes;
+        if (!expiring) break;
+        range.push_back(std::move(row));
+      }
+      if (range.empty()) co_return removed;
+      first = range.front().offset;
+      last = range.back().offset;
+    }
+    const int64_t size = static_cast<int64_t>(range.size());
+
+    // Deletes the hot rows in [first, last] and lowers total_bytes by their bytes (floored at 0).
+    auto deleteHot = [first, last](StorageTxn& txn) {
+      const int64_t bytes =
+          txn.exec("SELECT COALESCE(SUM(bytes), 0) AS b FROM durability_log_records WHERE \"offset\" >= ? AND \"offset\" <= ?",
+                   first, last)
+              .one()
+              .int64("b");
+      const int64_t deleted =
+          txn.exec("DELETE FROM durability_log_records WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last).rowsWritten();
+      txn.exec("UPDATE durability_log_seq SET total_bytes = MAX(0, total_bytes - ?) WHERE id = 1", bytes);
+      return deleted;
+    };
+
+    int64_t deleted = 0;
+    if (!options_.cold) {
+      // 3. Without cold: one transaction.
+      deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+        const int64_t n = deleteHot(txn);
+        ctx_.probe("log.trim.delete", {{"first", first}, {"last", last}, {"deleted", n}});
+        return n;
+      });
+    } else {
+      // 4. Flush intent, unless resuming one.
+      if (!fromIntent) {
+        co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+          txn.exec("INSERT INTO durability_log_flush (id, first_offset, last_offset, created_at) VALUES (1, ?, ?, ?)", first, last, now);
+          ctx_.probe("log.trim.intent", {{"first", first}, {"last", last}});
+        });
+      }
+      // 5. cold.write; an exception (or an empty locator) leaves the records hot and the intent kept.
+      LogSegment segment;
+      segment.firstOffset = first;
+      segment.lastOffset = last;
+      int64_t segmentBytes = 0;
+      for (const HotRow& row : range) {
+        segment.records.push_back(LogRecord{row.offset, row.key, deserialize(row.payload), row.appendedAt});
+        segmentBytes += row.bytes;
+      }
+      Task<std::string> writing = options_.cold->write(segment);
+      const std::string locator = co_await writing;
+      if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
+      deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+        txn.exec("INSERT INTO durability_log_segments (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
+                 " ON CONFLICT(first_offset) DO UPDATE SET last_offset = excluded.last_offset, locator = excluded.locator,"
+                 " bytes = excluded.bytes, flushed_at = excluded.flushed_at",
+                 first, last, locator, segmentBytes, now);
+        const int64_t n = deleteHot(txn);
+        txn.exec("DELETE FROM durability_log_flush WHERE id = 1");
+        ctx_.probe("log.trim.flush", {{"first", first}, {"last", last}, {"locator", locator}, {"deleted", n}});
+        return n;
+      });
+    }
+    // 6. Progress.
+    removed += deleted;
+    if (deleted < size) co_return removed;
+  }
+}
+
+// log.md 6.1
+Task<int64_t> DurabilityLog::forgetColdBefore(int64_t offset) {
+  if (offset < 0) throw LogAppendError("Offset must be a non-negative integer");
+  const int64_t forgotten = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const int64_t n = txn.exec("DELETE FROM durability_log_segments WHERE last_offset < ?", offset).rowsWritten();
+    ctx_.probe("log.forget.write", {{"offset", offset}, {"forgotten", n}});
+    return n;
+  });
+  co_return forgotten;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,14 @@
-// DurabilityLog (log.md 1-5, 8): an append-only retained log with deduplicated atomic appends,
-// offset reads and forward-only consumer cursors. Keeps offsets dense and never reused
+// DurabilityLog (log.md 1-6, 8): an append-only retained log with deduplicated atomic appends,
+// offset reads, forward-only consumer cursors, retention trimming and cold segment flushes. Keeps offsets dense and never reused
 // (next_offset never decreases; hot offsets are exactly [hotOffset, nextOffset)), append batches all
 // or nothing, dedup hits return the original offset, and cursors that only move forward.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,7 +115,13 @@ class DurabilityLog {
   // log.md 8: routing snapshot with backlog = nextOffset - min cursor (0 without cursors).
   Task<LoadSnapshot> load();
 
-  // later: trim() and forgetColdBefore() (log.md 6), lease/ack/nack/leases (log.md 7).
+  // log.md 6: removes hot records per retention (oldest first), flushing them to `cold` first when it
+  // is configured; returns the number of hot records removed. Calls are serialized per instance.
+  Task<int64_t> trim();
+  // log.md 6.1: one write deleting segment index rows with last_offset < offset; returns the count.
+  Task<int64_t> forgetColdBefore(int64_t offset);
+
+  // later: lease/ack/nack/leases (log.md 7).
 
   // log.md 2: latest() applies `log` only; none() reverts `logLeases` (if applied) then `log`; a named
   // target goes to the capability whose list holds it (`log` otherwise, which refuses unknown names).
@@ -126,6 +134,12 @@ class DurabilityLog {
   LogOptions options_;
   std::optional<RoutingLoad> ownRouting_;
   RoutingLoad* routing_;
+  // In-memory trim mutex (log.md 6): held by the running trim(); waiters are handed over in FIFO order.
+  bool trimming_ = false;
+  std::deque<std::shared_ptr<AsyncEvent>> trimWaiters_;
+  Task<void> lockTrim();
+  void unlockTrim();
+  Task<int64_t> trimLocked();
 };
 
 }  // namespace durasim

@@ -1,0 +1,492 @@
+// DurabilityLog retention and cold segments (log.md 6, 6.1; errors-and-contract.md 2-3) on the
+// simulated runtime: each retention limit alone, oldest-first trimming in passes, the partial-progress
+// rule, serialized trim calls, the cold flush order (intent, cold.write, one final transaction), a failed
+// or empty-locator write leaving the intent so the same range is rewritten, rehydrating reads of flushed
+// offsets, forgetColdBefore and the truncation it exposes, and bounds that stay ordered. Cold storage is
+// an in-memory fake keyed by locator.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/conventions.h"
+#include "engine/errors.h"
+#include "engine/log.h"
+#include "engine/runtime_errors.h"
+#include "engine/scheduler.h"
+#include "tests/runtime_test_harness.h"
+
+namespace durasim::rt_test {
+namespace {
+
+constexpr const char* kClass = "Log";
+
+class Host;
+using Script = std::function<Task<json>(Host&)>;
+
+struct Env {
+  LogOptions options;
+  Script script;
+};
+
+class Host final : public DurableObject {
+ public:
+  Host(ObjectContext& context, Env* environment)
+      : ctx(context), env(environment), scheduler(context, SchedulerOptions{}), log(scheduler, env->options) {}
+  bool hasAlarmHandler() const override { return true; }
+  Task<void> alarm(const AlarmInvocationInfo& info) override { return scheduler.alarm(info); }
+  Task<json> call(std::string_view, const json&) override {
+    Script script = env->script;
+    co_return co_await script(*this);
+  }
+  ObjectContext& ctx;
+  Env* env;
+  DurabilityScheduler scheduler;
+  DurabilityLog log;
+};
+
+struct EnvHolder {
+  Env env;
+};
+
+struct LogRig : EnvHolder, Rig {
+  LogRig() : Rig(1) {
+    Env* e = &env;
+    runtime.define_class(kClass, [e](ObjectContext& ctx) { return std::make_unique<Host>(ctx, e); });
+  }
+  json run(Script script) {
+    env.script = std::move(script);
+    CallPtr c = Rig::call(kClass, "a", "run");
+    Rig::run_for(5'000);
+    EXPECT_TRUE(c->ok) << c->error;
+    return c->value;
+  }
+  int64_t count(const std::string& sql) { return runtime.inspect(kClass, "a", sql).one().int64("n"); }
+};
+
+// In-memory cold store. `failWrites` throws that many writes after storing them (the cold write
+// happened, the final transaction did not); `emptyLocators` returns "" for that many writes.
+struct FakeCold {
+  std::map<std::string, std::vector<LogRecord>> segments;
+  std::vector<json> writes;  // [first, last, record count] per call
+  int64_t failWrites = 0;
+  int64_t emptyLocators = 0;
+  bool gone = false;       // read returns nullopt
+  int64_t writeDelayMs = 0;
+  int64_t inFlight = 0, maxInFlight = 0;
+  Clock* clock = nullptr;
+  std::function<void()> onWrite;  // runs inside write, before it completes
+};
+
+Task<std::string> fakeWrite(std::shared_ptr<FakeCold> cold, LogSegment segment) {
+  ++cold->inFlight;
+  cold->maxInFlight = std::max(cold->maxInFlight, cold->inFlight);
+  if (cold->writeDelayMs > 0 && cold->clock) co_await cold->clock->sleepFor(cold->writeDelayMs);
+  --cold->inFlight;
+  cold->writes.push_back(json{segment.firstOffset, segment.lastOffset, segment.records.size()});
+  if (cold->onWrite) cold->onWrite();
+  const std::string locator = "seg-" + std::to_string(segment.firstOffset);
+  cold->segments[locator] = segment.records;
+  if (cold->failWrites > 0) {
+    --cold->failWrites;
+    throw std::runtime_error("cold write lost");
+  }
+  if (cold->emptyLocators > 0) {
+    --cold->emptyLocators;
+    co_return std::string();
+  }
+  co_return locator;
+}
+
+Task<std::optional<std::vector<LogRecord>>> fakeRead(std::shared_ptr<FakeCold> cold, std::string locator) {
+  if (cold->gone) co_return std::nullopt;
+  auto it = cold->segments.find(locator);
+  if (it == cold->segments.end()) co_return std::nullopt;
+  co_return it->second;
+}
+
+LogColdStorage coldOf(const std::shared_ptr<FakeCold>& cold) {
+  LogColdStorage storage;
+  storage.write = [cold](const LogSegment& s) { return fakeWrite(cold, s); };
+  storage.read = [cold](const std::string& l) { return fakeRead(cold, l); };
+  return storage;
+}
+
+LogAppendInput rec(json body, std::optional<std::string> key = std::nullopt) { return LogAppendInput{std::move(body), std::move(key)}; }
+
+Task<void> appendAll(Host& h, const std::vector<LogAppendInput>& records) {
+  std::vector<LogAppendInput> copy = records;
+  Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(std::move(copy));
+  EnqueueResult<std::vector<int64_t>> r = co_await t;
+  EXPECT_TRUE(r.success);
+}
+
+// Stored bytes of one record with an integer body of two digits (10..99): all such records are equal.
+int64_t recordBytes() { return static_cast<int64_t>(serialize(json(10))->size()); }
+
+// Appends bodies first, first + 1, ..., first + n - 1.
+Task<void> appendRange(Host& h, int64_t first, int64_t n) {
+  std::vector<LogAppendInput> batch;
+  for (int64_t i = 0; i < n; ++i) batch.push_back(rec(first + i));
+  co_await appendAll(h, batch);
+}
+
+json boundsJson(const LogBounds& b) { return json{b.oldestOffset, b.hotOffset, b.nextOffset}; }
+
+json offsetsOf(const LogPage& p) {
+  json out = json::array();
+  for (const LogRecord& r : p.records) out.push_back(r.offset);
+  return out;
+}
+
+LogOptions withRetention(std::optional<int64_t> maxAgeMs, std::optional<int64_t> maxRecords, std::optional<int64_t> maxBytes) {
+  LogOptions o;
+  o.retention = LogRetention{maxAgeMs, maxRecords, maxBytes};
+  return o;
+}
+
+int64_t totalBytes(LogRig& rig) {
+  return rig.runtime.inspect(kClass, "a", "SELECT total_bytes AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// LogTrim
+
+TEST(LogTrim, WithoutRetentionReturnsZeroAndKeepsEverything) {
+  LogRig rig;
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 3);
+    const int64_t removed = co_await h.log.trim();
+    co_return json{removed};
+  });
+  EXPECT_EQ(out, (json{0}));
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_records"), 3);
+}
+
+TEST(LogTrim, MaxRecordsAloneRemovesTheExcessOldestFirst) {
+  LogRig rig;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    const int64_t removed = co_await h.log.trim();
+    LogBounds b = co_await h.log.bounds();
+    LogPage p = co_await h.log.read(3);
+    co_return json{removed, boundsJson(b), offsetsOf(p)};
+  });
+  EXPECT_EQ(out, (json{3, json{3, 3, 5}, json{3, 4}}));
+  EXPECT_EQ(totalBytes(rig), 2 * recordBytes());
+}
+
+TEST(LogTrim, MaxBytesAloneRemovesOldestUntilWithinBudget) {
+  LogRig rig;
+  const int64_t b = recordBytes();
+  rig.env.options = withRetention(std::nullopt, std::nullopt, 2 * b + 1);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);  // 5 records of b bytes: 3b - 1 over the budget
+    const int64_t removed = co_await h.log.trim();
+    LogBounds b = co_await h.log.bounds();
+    co_return json{removed, boundsJson(b)};
+  });
+  EXPECT_EQ(out, (json{3, json{3, 3, 5}}));
+  EXPECT_EQ(totalBytes(rig), 2 * b);
+}
+
+TEST(LogTrim, MaxAgeAloneRemovesRecordsOlderThanTheCutoff) {
+  LogRig rig;
+  rig.env.options = withRetention(500, std::nullopt, std::nullopt);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 2);
+    co_await h.ctx.clock.sleepFor(1'000);
+    co_await appendRange(h, 20, 2);
+    const int64_t removed = co_await h.log.trim();
+    const int64_t again = co_await h.log.trim();
+    LogBounds b = co_await h.log.bounds();
+    co_return json{removed, again, boundsJson(b)};
+  });
+  EXPECT_EQ(out, (json{2, 0, json{2, 2, 4}}));
+}
+
+TEST(LogTrim, OldestFirstInPassesOfMaxBatchSize) {
+  LogRig rig;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.maxBatchSize = 2;
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 2);
+    co_await appendRange(h, 12, 2);
+    co_await appendRange(h, 14, 2);
+    co_await appendRange(h, 16, 1);
+    const int64_t removed = co_await h.log.trim();
+    LogBounds b = co_await h.log.bounds();
+    LogPage p = co_await h.log.read(5);
+    co_return json{removed, boundsJson(b), offsetsOf(p), p.records.front().body};
+  });
+  EXPECT_EQ(out, (json{5, json{5, 5, 7}, json{5, 6}, 15}));
+}
+
+TEST(LogTrim, StopsWhenAPassDeletesFewerRowsThanItsRange) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.maxBatchSize = 2;
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([cold](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 2);
+    co_await appendRange(h, 12, 2);
+    ObjectStorage* storage = &h.ctx.storage;
+    cold->onWrite = [storage] { storage->exec("DELETE FROM durability_log_records WHERE \"offset\" = 1"); };  // another writer
+    const int64_t removed = co_await h.log.trim();
+    cold->onWrite = nullptr;
+    LogBounds b = co_await h.log.bounds();
+    co_return json{removed, boundsJson(b)};
+  });
+  // Range [0, 1] deleted only offset 0 (1 < 2): trim returns after that pass though 2 records remain.
+  EXPECT_EQ(out, (json{1, json{0, 2, 4}}));
+  EXPECT_EQ(cold->writes, (json{json{0, 1, 2}}));
+}
+
+TEST(LogTrim, ConcurrentCallsAreSerialized) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  cold->writeDelayMs = 100;
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([cold](Host& h) -> Task<json> {
+    cold->clock = &h.ctx.clock;
+    co_await appendRange(h, 10, 4);
+    std::vector<Task<int64_t>> both;
+    both.push_back(h.log.trim());
+    both.push_back(h.log.trim());
+    Task<std::vector<int64_t>> joined = when_all(std::move(both));
+    std::vector<int64_t> removed = co_await joined;
+    co_return json{removed, cold->maxInFlight};
+  });
+  EXPECT_EQ(out, (json{json{3, 0}, 1}));
+  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// LogCold
+
+TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  auto during = std::make_shared<json>();
+  const json out = rig.run([cold, during](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    ObjectStorage* storage = &h.ctx.storage;
+    cold->onWrite = [storage, during] {
+      SqlRow r = storage
+                     ->exec("SELECT (SELECT first_offset || '-' || last_offset FROM durability_log_flush) AS intent,"
+                            " (SELECT COUNT(*) FROM durability_log_records) AS hot,"
+                            " (SELECT COUNT(*) FROM durability_log_segments) AS segs")
+                     .one();
+      *during = json{r.text("intent"), r.int64("hot"), r.int64("segs")};
+    };
+    const int64_t removed = co_await h.log.trim();
+    cold->onWrite = nullptr;
+    co_return json{removed};
+  });
+  EXPECT_EQ(out, (json{3}));
+  // While cold.write ran: intent [0, 2] stored, all records still hot, no segment yet.
+  EXPECT_EQ(*during, (json{"0-2", 5, 0}));
+  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
+  const SqlRow seg = rig.runtime.inspect(kClass, "a", "SELECT * FROM durability_log_segments").one();
+  EXPECT_EQ(seg.int64("first_offset"), 0);
+  EXPECT_EQ(seg.int64("last_offset"), 2);
+  EXPECT_EQ(seg.text("locator"), "seg-0");
+  EXPECT_EQ(seg.int64("bytes"), 3 * recordBytes());
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_flush"), 0);
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_records"), 2);
+  EXPECT_EQ(totalBytes(rig), 2 * recordBytes());
+}
+
+TEST(LogCold, FailureAfterColdWriteKeepsIntentAndRewritesTheSameRange) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  cold->failWrites = 1;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json first = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    try {
+      co_await h.log.trim();
+    } catch (const std::runtime_error& e) {
+      co_return json(e.what());
+    }
+    co_return json(nullptr);
+  });
+  EXPECT_EQ(first, json("cold write lost"));
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_flush WHERE first_offset = 0 AND last_offset = 2"), 1);
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_records"), 5);
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"), 0);
+  const json second = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 20, 3);  // more records would change a freshly chosen range
+    const int64_t removed = co_await h.log.trim();
+    LogBounds b = co_await h.log.bounds();
+    co_return json{removed, boundsJson(b)};
+  });
+  // The retry writes exactly [0, 2] again (from the intent), then trims the rest in a new pass.
+  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}, json{0, 2, 3}, json{3, 5, 3}}));
+  EXPECT_EQ(second, (json{6, json{0, 6, 8}}));
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_flush"), 0);
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"), 2);
+}
+
+TEST(LogCold, EmptyLocatorThrowsTypeErrorAndKeepsTheIntent) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  cold->emptyLocators = 1;
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 3);
+    json error;
+    try {
+      co_await h.log.trim();
+    } catch (const TypeError& e) {
+      error = json{e.name(), e.what()};
+    }
+    const int64_t hot = h.ctx.storage.exec("SELECT COUNT(*) AS n FROM durability_log_records").one().int64("n");
+    const int64_t intent = h.ctx.storage.exec("SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n");
+    const int64_t removed = co_await h.log.trim();
+    co_return json{error, hot, intent, removed};
+  });
+  EXPECT_EQ(out, (json{json{"TypeError", "Cold storage must return a non-empty locator"}, 3, 1, 2}));
+  EXPECT_EQ(cold->writes, (json{json{0, 1, 2}, json{0, 1, 2}}));
+}
+
+TEST(LogCold, ReadsOfFlushedOffsetsRehydrateFromTheSegment) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    const std::vector<LogAppendInput> a{rec(10, "k0"), rec(11, "k1"), rec(12, "k2"), rec(13, "k3"), rec(14, "k4")};
+    co_await appendAll(h, a);
+    co_await h.log.trim();
+    LogPage cold = co_await h.log.read(1);
+    LogPage hot = co_await h.log.read(3);
+    json bodies = json::array();
+    for (const LogRecord& r : cold.records) bodies.push_back(json{r.offset, r.deduplicationKey, r.body});
+    co_return json{bodies, cold.nextOffset, cold.lag, offsetsOf(hot)};
+  });
+  // The page ends at the segment's last offset (2); lag counts up to nextOffset 5.
+  EXPECT_EQ(out, (json{json{json{1, "k1", 11}, json{2, "k2", 12}}, 3, 2, json{3, 4}}));
+}
+
+TEST(LogCold, BoundsStayOrderedThroughFlushes) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.maxBatchSize = 3;
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    json all = json::array();
+    for (int64_t round = 0; round < 3; ++round) {
+      co_await appendRange(h, 10 + 3 * round, 3);
+      co_await h.log.trim();
+      LogBounds b = co_await h.log.bounds();
+      all.push_back(boundsJson(b));
+    }
+    co_return all;
+  });
+  EXPECT_EQ(out, (json{json{0, 1, 3}, json{0, 4, 6}, json{0, 7, 9}}));
+  for (const json& b : out) {
+    EXPECT_LE(b[0].get<int64_t>(), b[1].get<int64_t>());
+    EXPECT_LE(b[1].get<int64_t>(), b[2].get<int64_t>());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LogForget
+
+TEST(LogForget, RemovesIndexEntriesSoReadsThrowTruncated) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.maxBatchSize = 2;
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 2);
+    co_await appendRange(h, 12, 2);
+    co_await appendRange(h, 14, 1);
+    const int64_t removed = co_await h.log.trim();  // segments [0, 1] and [2, 3]
+    const int64_t forgotten = co_await h.log.forgetColdBefore(2);
+    LogBounds b = co_await h.log.bounds();
+    json error;
+    try {
+      co_await h.log.read(0);
+    } catch (const LogTruncatedError& e) {
+      error = json{e.requestedOffset(), e.oldestOffset()};
+    }
+    LogPage p = co_await h.log.read(2);
+    co_return json{removed, forgotten, boundsJson(b), error, offsetsOf(p)};
+  });
+  EXPECT_EQ(out, (json{4, 1, json{2, 4, 5}, json{0, 2}, json{2, 3}}));
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"), 1);
+}
+
+TEST(LogForget, ForgettingEverySegmentLeavesOnlyHotRecordsReadable) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 3);
+    co_await h.log.trim();
+    const int64_t none = co_await h.log.forgetColdBefore(0);
+    const int64_t all = co_await h.log.forgetColdBefore(100);
+    LogBounds b = co_await h.log.bounds();
+    json error;
+    try {
+      co_await h.log.read(1);
+    } catch (const LogTruncatedError& e) {
+      error = json{e.what(), e.requestedOffset(), e.oldestOffset()};
+    }
+    co_return json{none, all, boundsJson(b), error};
+  });
+  EXPECT_EQ(out, (json{0, 1, json{2, 2, 3}, json{"Log offset 1 was trimmed; the oldest retained offset is 2", 1, 2}}));
+}
+
+TEST(LogForget, NegativeOffsetThrowsLogAppendError) {
+  LogRig rig;
+  const json out = rig.run([](Host& h) -> Task<json> {
+    try {
+      co_await h.log.forgetColdBefore(-1);
+    } catch (const LogAppendError& e) {
+      co_return json{e.name(), e.what()};
+    }
+    co_return json(nullptr);
+  });
+  EXPECT_EQ(out, (json{"LogAppendError", "Offset must be a non-negative integer"}));
+}
+
+TEST(LogForget, IndexedSegmentGoneFromColdStorageSurfacesAsTruncation) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  const json out = rig.run([cold](Host& h) -> Task<json> {
+    co_await appendRange(h, 10, 4);
+    co_await h.log.trim();
+    cold->gone = true;
+    try {
+      co_await h.log.read(1);
+    } catch (const LogTruncatedError& e) {
+      co_return json{e.requestedOffset(), e.oldestOffset()};
+    }
+    co_return json(nullptr);
+  });
+  EXPECT_EQ(out, (json{1, 3}));
+}
+
+}  // namespace
+}  // namespace durasim::rt_test
