@@ -237,24 +237,7 @@ struct AlarmRig : EnvHolder, Rig {
   }
   std::vector<json> ev(const std::string& type) const { return events(type, kLabel); }
 
-  json query(const std::string& sql) {
-    json rows = json::array();
-    for (const SqlRow& row : runtime.inspect(kClass, "a", sql).toVector()) {
-      json r = json::object();
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        const SqlValue& v = row[i];
-        const std::string& column = row.columnNames()[i];
-        if (const auto* n = std::get_if<int64_t>(&v))
-          r[column] = *n;
-        else if (const auto* s = std::get_if<std::string>(&v))
-          r[column] = *s;
-        else
-          r[column] = nullptr;
-      }
-      rows.push_back(r);
-    }
-    return rows;
-  }
+  json query(const std::string& sql) { return rows_json(runtime.inspect(kClass, "a", sql)); }
   json row(const std::string& name) {
     const json rows = query("SELECT * FROM durability_alarms WHERE name = '" + name + "'");
     return rows.empty() ? json() : rows[0];

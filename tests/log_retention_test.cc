@@ -20,55 +20,10 @@
 #include "engine/log.h"
 #include "engine/runtime_errors.h"
 #include "engine/scheduler.h"
-#include "tests/runtime_test_harness.h"
+#include "tests/log_test_rig.h"
 
 namespace durasim::rt_test {
 namespace {
-
-constexpr const char* kClass = "Log";
-
-class Host;
-using Script = std::function<Task<json>(Host&)>;
-
-struct Env {
-  LogOptions options;
-  Script script;
-};
-
-class Host final : public DurableObject {
- public:
-  Host(ObjectContext& context, Env* environment)
-      : ctx(context), env(environment), scheduler(context, SchedulerOptions{}), log(scheduler, env->options) {}
-  bool hasAlarmHandler() const override { return true; }
-  Task<void> alarm(const AlarmInvocationInfo& info) override { return scheduler.alarm(info); }
-  Task<json> call(std::string_view, const json&) override {
-    Script script = env->script;
-    co_return co_await script(*this);
-  }
-  ObjectContext& ctx;
-  Env* env;
-  DurabilityScheduler scheduler;
-  DurabilityLog log;
-};
-
-struct EnvHolder {
-  Env env;
-};
-
-struct LogRig : EnvHolder, Rig {
-  LogRig() : Rig(1) {
-    Env* e = &env;
-    runtime.define_class(kClass, [e](ObjectContext& ctx) { return std::make_unique<Host>(ctx, e); });
-  }
-  json run(Script script) {
-    env.script = std::move(script);
-    CallPtr c = Rig::call(kClass, "a", "run");
-    Rig::run_for(5'000);
-    EXPECT_TRUE(c->ok) << c->error;
-    return c->value;
-  }
-  int64_t count(const std::string& sql) { return runtime.inspect(kClass, "a", sql).one().int64("n"); }
-};
 
 // In-memory cold store. `failWrites` throws that many writes after storing them (the cold write
 // happened, the final transaction did not); `emptyLocators` returns "" for that many writes.
@@ -118,9 +73,7 @@ LogColdStorage coldOf(const std::shared_ptr<FakeCold>& cold) {
   return storage;
 }
 
-LogAppendInput rec(json body, std::optional<std::string> key = std::nullopt) { return LogAppendInput{std::move(body), std::move(key)}; }
-
-Task<void> appendAll(Host& h, const std::vector<LogAppendInput>& records) {
+Task<void> appendAll(LogHost& h, const std::vector<LogAppendInput>& records) {
   std::vector<LogAppendInput> copy = records;
   Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(std::move(copy));
   EnqueueResult<std::vector<int64_t>> r = co_await t;
@@ -131,7 +84,7 @@ Task<void> appendAll(Host& h, const std::vector<LogAppendInput>& records) {
 int64_t recordBytes() { return static_cast<int64_t>(serialize(json(10))->size()); }
 
 // Appends bodies first, first + 1, ..., first + n - 1.
-Task<void> appendRange(Host& h, int64_t first, int64_t n) {
+Task<void> appendRange(LogHost& h, int64_t first, int64_t n) {
   std::vector<LogAppendInput> batch;
   for (int64_t i = 0; i < n; ++i) batch.push_back(rec(first + i));
   co_await appendAll(h, batch);
@@ -152,7 +105,7 @@ LogOptions withRetention(std::optional<int64_t> maxAgeMs, std::optional<int64_t>
 }
 
 int64_t totalBytes(LogRig& rig) {
-  return rig.runtime.inspect(kClass, "a", "SELECT total_bytes AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+  return rig.runtime.inspect(kLogClass, "a", "SELECT total_bytes AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +113,7 @@ int64_t totalBytes(LogRig& rig) {
 
 TEST(LogTrim, WithoutRetentionReturnsZeroAndKeepsEverything) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 3);
     const int64_t removed = co_await h.log.trim();
     co_return json{removed};
@@ -172,7 +125,7 @@ TEST(LogTrim, WithoutRetentionReturnsZeroAndKeepsEverything) {
 TEST(LogTrim, MaxRecordsAloneRemovesTheExcessOldestFirst) {
   LogRig rig;
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 5);
     const int64_t removed = co_await h.log.trim();
     LogBounds b = co_await h.log.bounds();
@@ -187,7 +140,7 @@ TEST(LogTrim, MaxBytesAloneRemovesOldestUntilWithinBudget) {
   LogRig rig;
   const int64_t b = recordBytes();
   rig.env.options = withRetention(std::nullopt, std::nullopt, 2 * b + 1);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 5);  // 5 records of b bytes: 3b - 1 over the budget
     const int64_t removed = co_await h.log.trim();
     LogBounds b = co_await h.log.bounds();
@@ -200,7 +153,7 @@ TEST(LogTrim, MaxBytesAloneRemovesOldestUntilWithinBudget) {
 TEST(LogTrim, MaxAgeAloneRemovesRecordsOlderThanTheCutoff) {
   LogRig rig;
   rig.env.options = withRetention(500, std::nullopt, std::nullopt);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 2);
     co_await h.ctx.clock.sleepFor(1'000);
     co_await appendRange(h, 20, 2);
@@ -216,7 +169,7 @@ TEST(LogTrim, OldestFirstInPassesOfMaxBatchSize) {
   LogRig rig;
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
   rig.env.options.maxBatchSize = 2;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 2);
     co_await appendRange(h, 12, 2);
     co_await appendRange(h, 14, 2);
@@ -235,7 +188,7 @@ TEST(LogTrim, StopsWhenAPassDeletesFewerRowsThanItsRange) {
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.maxBatchSize = 2;
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([cold](Host& h) -> Task<json> {
+  const json out = rig.run([cold](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 2);
     co_await appendRange(h, 12, 2);
     ObjectStorage* storage = &h.ctx.storage;
@@ -256,7 +209,7 @@ TEST(LogTrim, ConcurrentCallsAreSerialized) {
   cold->writeDelayMs = 100;
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([cold](Host& h) -> Task<json> {
+  const json out = rig.run([cold](LogHost& h) -> Task<json> {
     cold->clock = &h.ctx.clock;
     co_await appendRange(h, 10, 4);
     std::vector<Task<int64_t>> both;
@@ -279,7 +232,7 @@ TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
   rig.env.options.cold = coldOf(cold);
   auto during = std::make_shared<json>();
-  const json out = rig.run([cold, during](Host& h) -> Task<json> {
+  const json out = rig.run([cold, during](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 5);
     ObjectStorage* storage = &h.ctx.storage;
     cold->onWrite = [storage, during] {
@@ -298,7 +251,7 @@ TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
   // While cold.write ran: intent [0, 2] stored, all records still hot, no segment yet.
   EXPECT_EQ(*during, (json{"0-2", 5, 0}));
   EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
-  const SqlRow seg = rig.runtime.inspect(kClass, "a", "SELECT * FROM durability_log_segments").one();
+  const SqlRow seg = rig.runtime.inspect(kLogClass, "a", "SELECT * FROM durability_log_segments").one();
   EXPECT_EQ(seg.int64("first_offset"), 0);
   EXPECT_EQ(seg.int64("last_offset"), 2);
   EXPECT_EQ(seg.text("locator"), "seg-0");
@@ -314,7 +267,7 @@ TEST(LogCold, FailureAfterColdWriteKeepsIntentAndRewritesTheSameRange) {
   cold->failWrites = 1;
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json first = rig.run([](Host& h) -> Task<json> {
+  const json first = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 5);
     try {
       co_await h.log.trim();
@@ -327,7 +280,7 @@ TEST(LogCold, FailureAfterColdWriteKeepsIntentAndRewritesTheSameRange) {
   EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_flush WHERE first_offset = 0 AND last_offset = 2"), 1);
   EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_records"), 5);
   EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"), 0);
-  const json second = rig.run([](Host& h) -> Task<json> {
+  const json second = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 20, 3);  // more records would change a freshly chosen range
     const int64_t removed = co_await h.log.trim();
     LogBounds b = co_await h.log.bounds();
@@ -346,7 +299,7 @@ TEST(LogCold, EmptyLocatorThrowsTypeErrorAndKeepsTheIntent) {
   cold->emptyLocators = 1;
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 3);
     json error;
     try {
@@ -368,7 +321,7 @@ TEST(LogCold, ReadsOfFlushedOffsetsRehydrateFromTheSegment) {
   auto cold = std::make_shared<FakeCold>();
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(10, "k0"), rec(11, "k1"), rec(12, "k2"), rec(13, "k3"), rec(14, "k4")};
     co_await appendAll(h, a);
     co_await h.log.trim();
@@ -388,7 +341,7 @@ TEST(LogCold, BoundsStayOrderedThroughFlushes) {
   rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
   rig.env.options.maxBatchSize = 3;
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     json all = json::array();
     for (int64_t round = 0; round < 3; ++round) {
       co_await appendRange(h, 10 + 3 * round, 3);
@@ -414,7 +367,7 @@ TEST(LogForget, RemovesIndexEntriesSoReadsThrowTruncated) {
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.maxBatchSize = 2;
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 2);
     co_await appendRange(h, 12, 2);
     co_await appendRange(h, 14, 1);
@@ -439,7 +392,7 @@ TEST(LogForget, ForgettingEverySegmentLeavesOnlyHotRecordsReadable) {
   auto cold = std::make_shared<FakeCold>();
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 3);
     co_await h.log.trim();
     const int64_t none = co_await h.log.forgetColdBefore(0);
@@ -458,7 +411,7 @@ TEST(LogForget, ForgettingEverySegmentLeavesOnlyHotRecordsReadable) {
 
 TEST(LogForget, NegativeOffsetThrowsLogAppendError) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     try {
       co_await h.log.forgetColdBefore(-1);
     } catch (const LogAppendError& e) {
@@ -474,7 +427,7 @@ TEST(LogForget, IndexedSegmentGoneFromColdStorageSurfacesAsTruncation) {
   auto cold = std::make_shared<FakeCold>();
   rig.env.options = withRetention(std::nullopt, 1, std::nullopt);
   rig.env.options.cold = coldOf(cold);
-  const json out = rig.run([cold](Host& h) -> Task<json> {
+  const json out = rig.run([cold](LogHost& h) -> Task<json> {
     co_await appendRange(h, 10, 4);
     co_await h.log.trim();
     cold->gone = true;

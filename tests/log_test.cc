@@ -15,60 +15,10 @@
 #include "engine/errors.h"
 #include "engine/log.h"
 #include "engine/scheduler.h"
-#include "tests/runtime_test_harness.h"
+#include "tests/log_test_rig.h"
 
 namespace durasim::rt_test {
 namespace {
-
-constexpr const char* kClass = "Log";
-
-class Host;
-using Script = std::function<Task<json>(Host&)>;
-
-struct Env {
-  LogOptions options;
-  Script script;
-};
-
-class Host final : public DurableObject {
- public:
-  Host(ObjectContext& context, Env* environment)
-      : ctx(context), env(environment), scheduler(context, SchedulerOptions{}), log(scheduler, env->options) {}
-  bool hasAlarmHandler() const override { return true; }
-  Task<void> alarm(const AlarmInvocationInfo& info) override { return scheduler.alarm(info); }
-  Task<json> call(std::string_view, const json&) override {
-    Script script = env->script;
-    co_return co_await script(*this);
-  }
-  ObjectContext& ctx;
-  Env* env;
-  DurabilityScheduler scheduler;
-  DurabilityLog log;
-};
-
-struct EnvHolder {
-  Env env;
-};
-
-struct LogRig : EnvHolder, Rig {
-  LogRig() : Rig(1) {
-    Env* e = &env;
-    runtime.define_class(kClass, [e](ObjectContext& ctx) { return std::make_unique<Host>(ctx, e); });
-  }
-  json run(Script script) {
-    env.script = std::move(script);
-    CallPtr c = Rig::call(kClass, "a", "run");
-    Rig::run_for(5'000);
-    EXPECT_TRUE(c->ok) << c->error;
-    return c->value;
-  }
-  int64_t count(const std::string& sql) { return runtime.inspect(kClass, "a", sql).one().int64("n"); }
-  bool hasTable(const std::string& table) {
-    return count("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'") == 1;
-  }
-};
-
-LogAppendInput rec(json body, std::optional<std::string> key = std::nullopt) { return LogAppendInput{std::move(body), std::move(key)}; }
 
 json resultJson(const EnqueueResult<std::vector<int64_t>>& r) {
   json out{{"success", r.success}, {"backlog", r.load.outbound.pendingDeliveries}};
@@ -77,7 +27,7 @@ json resultJson(const EnqueueResult<std::vector<int64_t>>& r) {
   return out;
 }
 
-Task<json> appendAll(Host& h, const std::vector<LogAppendInput>& records) {
+Task<json> appendAll(LogHost& h, const std::vector<LogAppendInput>& records) {
   std::vector<LogAppendInput> copy = records;
   Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(std::move(copy));
   EnqueueResult<std::vector<int64_t>> r = co_await t;
@@ -93,7 +43,7 @@ json pageJson(const LogPage& p) {
 // Constructs a second log with `options` inside the object; returns the error message or "ok".
 json construct(LogRig& rig, LogOptions options) {
   auto shared = std::make_shared<LogOptions>(std::move(options));
-  return rig.run([shared](Host& h) -> Task<json> {
+  return rig.run([shared](LogHost& h) -> Task<json> {
     try {
       DurabilityLog other(h.scheduler, *shared);
     } catch (const RangeError& e) {
@@ -154,7 +104,7 @@ TEST(LogOptions, RejectsNonPositiveLeaseFields) {
 
 TEST(LogMigrations, ConstructorCreatesLogTablesButNoLeaseTablesByDefault) {
   LogRig rig;
-  rig.run([](Host&) -> Task<json> { co_return json(nullptr); });
+  rig.run([](LogHost&) -> Task<json> { co_return json(nullptr); });
   for (const char* t : {"durability_log_records", "durability_log_cursors", "durability_log_segments", "durability_log_seq",
                         "durability_log_flush"})
     EXPECT_TRUE(rig.hasTable(t)) << t;
@@ -166,7 +116,7 @@ TEST(LogMigrations, ConstructorCreatesLogTablesButNoLeaseTablesByDefault) {
 TEST(LogMigrations, LeaseOptionCreatesLeaseTables) {
   LogRig rig;
   rig.env.options.leases = LogLeaseOptions{};
-  rig.run([](Host&) -> Task<json> { co_return json(nullptr); });
+  rig.run([](LogHost&) -> Task<json> { co_return json(nullptr); });
   EXPECT_TRUE(rig.hasTable("durability_log_leases"));
   EXPECT_TRUE(rig.hasTable("durability_log_allocations"));
 }
@@ -174,7 +124,7 @@ TEST(LogMigrations, LeaseOptionCreatesLeaseTables) {
 TEST(LogMigrations, NoneRevertsLeasesThenLogAndLatestAppliesLogOnly) {
   LogRig rig;
   rig.env.options.leases = LogLeaseOptions{};
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     MigrationResult down = DurabilityLog::migrate(h.ctx.storage, MigrationTarget::none());
     MigrationResult up = DurabilityLog::migrate(h.ctx.storage, MigrationTarget::latest());
     co_return json{{"down", down.rolledBack}, {"up", up.applied}};
@@ -187,7 +137,7 @@ TEST(LogMigrations, NoneRevertsLeasesThenLogAndLatestAppliesLogOnly) {
 
 TEST(LogAppend, AssignsDenseOffsetsInInputOrder) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1), rec(2), rec(3)};
     json first = co_await appendAll(h, a);
     const std::vector<LogAppendInput> b{rec(4)};
@@ -202,7 +152,7 @@ TEST(LogAppend, AssignsDenseOffsetsInInputOrder) {
 
 TEST(LogAppend, SingleRecordOverloadAppendsOne) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const LogAppendInput one = rec(json{{"x", 1}}, "k");
     Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(one);
     EnqueueResult<std::vector<int64_t>> r = co_await t;
@@ -213,7 +163,7 @@ TEST(LogAppend, SingleRecordOverloadAppendsOne) {
 
 TEST(LogAppend, DedupHitReturnsOriginalOffsetAndWritesNothing) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1, "a"), rec(2, "b")};
     co_await appendAll(h, a);
     const std::vector<LogAppendInput> b{rec(9, "b"), rec(3, "c")};
@@ -227,7 +177,7 @@ TEST(LogAppend, DedupHitReturnsOriginalOffsetAndWritesNothing) {
 
 TEST(LogAppend, DuplicatesInOneBatchShareOffsetAndKeepLastPayload) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec("first", "x"), rec("other"), rec("last", "x")};
     json r = co_await appendAll(h, a);
     LogPage p = co_await h.log.read(0);
@@ -241,7 +191,7 @@ TEST(LogAppend, DuplicatesInOneBatchShareOffsetAndKeepLastPayload) {
 
 // Each definite rejection returns LogAppendError and writes nothing.
 json rejection(LogRig& rig, std::shared_ptr<std::vector<LogAppendInput>> batch) {
-  return rig.run([batch](Host& h) -> Task<json> {
+  return rig.run([batch](LogHost& h) -> Task<json> {
     json r = co_await appendAll(h, *batch);
     co_return r;
   });
@@ -289,7 +239,7 @@ TEST(LogAppend, RejectsUnserializableBodyAndWritesNothing) {
 
 TEST(LogRead, ReturnsRecordsFromOffsetWithLagAndNextOffset) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec("a"), rec("b"), rec("c"), rec("d")};
     co_await appendAll(h, a);
     LogPage p = co_await h.log.read(1, 2);
@@ -305,7 +255,7 @@ TEST(LogRead, ReturnsRecordsFromOffsetWithLagAndNextOffset) {
 TEST(LogRead, LimitIsCappedAtMaxBatchSize) {
   LogRig rig;
   rig.env.options.maxBatchSize = 2;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1), rec(2)};
     co_await appendAll(h, a);
     co_await appendAll(h, a);
@@ -318,7 +268,7 @@ TEST(LogRead, LimitIsCappedAtMaxBatchSize) {
 
 TEST(LogRead, EmptyPageNextOffsetIsMaxOfFromAndNext) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1)};
     co_await appendAll(h, a);
     LogPage atEnd = co_await h.log.read(1);
@@ -332,7 +282,7 @@ TEST(LogRead, EmptyPageNextOffsetIsMaxOfFromAndNext) {
 
 TEST(LogRead, ThrowsOnNonPositiveLimitAndNegativeOffset) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     json errors = json::array();
     try {
       co_await h.log.read(0, 0);
@@ -352,7 +302,7 @@ TEST(LogRead, ThrowsOnNonPositiveLimitAndNegativeOffset) {
 
 TEST(LogRead, BelowOldestThrowsLogTruncatedError) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1), rec(2), rec(3)};
     co_await appendAll(h, a);
     h.ctx.storage.exec("DELETE FROM durability_log_records WHERE \"offset\" < 2");
@@ -368,7 +318,7 @@ TEST(LogRead, BelowOldestThrowsLogTruncatedError) {
 
 TEST(LogRead, FlushedOffsetWithoutColdStorageThrowsTruncated) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1), rec(2), rec(3)};
     co_await appendAll(h, a);
     h.ctx.storage.exec("DELETE FROM durability_log_records WHERE \"offset\" < 2");
@@ -385,7 +335,7 @@ TEST(LogRead, FlushedOffsetWithoutColdStorageThrowsTruncated) {
 
 TEST(LogBounds, EmptyLogHasAllBoundsAtNextOffset) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     LogBounds b = co_await h.log.bounds();
     co_return json{b.oldestOffset, b.hotOffset, b.nextOffset};
   });
@@ -394,7 +344,7 @@ TEST(LogBounds, EmptyLogHasAllBoundsAtNextOffset) {
 
 TEST(LogBounds, OrderedOldestHotNext) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::vector<LogAppendInput> a{rec(1), rec(2), rec(3), rec(4)};
     co_await appendAll(h, a);
     h.ctx.storage.exec("DELETE FROM durability_log_records WHERE \"offset\" < 2");
@@ -407,7 +357,7 @@ TEST(LogBounds, OrderedOldestHotNext) {
 
 TEST(LogCursor, AbsentUntilFirstCommit) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
     std::optional<int64_t> before = co_await h.log.cursor(k_c);
     co_await h.log.commit(k_c, 3);
@@ -419,7 +369,7 @@ TEST(LogCursor, AbsentUntilFirstCommit) {
 
 TEST(LogCursor, CommitOnlyMovesForwardAndAcceptsPastNext) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
     co_await h.log.commit(k_c, 5);
     co_await h.log.commit(k_c, 2);
@@ -435,7 +385,7 @@ TEST(LogCursor, CommitOnlyMovesForwardAndAcceptsPastNext) {
 
 TEST(LogCursor, NegativeCommitThrowsAndWritesNothing) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
     try {
       co_await h.log.commit(k_c, -1);
@@ -450,7 +400,7 @@ TEST(LogCursor, NegativeCommitThrowsAndWritesNothing) {
 
 TEST(LogCursor, CursorsAreSortedByConsumer) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_alpha = "alpha";
     const std::string k_zeta = "zeta";
     co_await h.log.commit(k_zeta, 1);
@@ -465,7 +415,7 @@ TEST(LogCursor, CursorsAreSortedByConsumer) {
 
 TEST(LogLoad, BacklogIsFromFurthestBehindCursor) {
   LogRig rig;
-  const json out = rig.run([](Host& h) -> Task<json> {
+  const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_fast = "fast";
     const std::string k_slow = "slow";
     LoadSnapshot none = co_await h.log.load();

@@ -70,21 +70,7 @@ struct MigrateRig : Rig {
     return migrate(kApp, list, std::move(target));
   }
 
-  json query(const std::string& sql) {
-    json rows = json::array();
-    for (const SqlRow& row : runtime.inspect(kClass, "a", sql).toVector()) {
-      json r = json::object();
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        const SqlValue& v = row[i];
-        const std::string& column = row.columnNames()[i];
-        if (const auto* n = std::get_if<int64_t>(&v)) r[column] = *n;
-        else if (const auto* s = std::get_if<std::string>(&v)) r[column] = *s;
-        else r[column] = nullptr;
-      }
-      rows.push_back(r);
-    }
-    return rows;
-  }
+  json query(const std::string& sql) { return rows_json(runtime.inspect(kClass, "a", sql)); }
   // Every schema object the application can see (sqlite_sequence included, the runtime's own not).
   json schema() { return query("SELECT type, name, sql FROM sqlite_master WHERE name NOT GLOB '_cf_*' ORDER BY type, name"); }
   std::vector<std::string> tables() {

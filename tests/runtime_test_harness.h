@@ -187,6 +187,26 @@ inline std::vector<int64_t> column(sim::ObjectRuntime& runtime, const std::strin
   return values;
 }
 
+// Rows of a cursor as JSON objects by column: integers and text as they are, anything else null.
+inline json rows_json(SqlCursor cursor) {
+  json rows = json::array();
+  for (const SqlRow& row : cursor.toVector()) {
+    json r = json::object();
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const SqlValue& v = row[i];
+      const std::string& column = row.columnNames()[i];
+      if (const auto* n = std::get_if<int64_t>(&v))
+        r[column] = *n;
+      else if (const auto* s = std::get_if<std::string>(&v))
+        r[column] = *s;
+      else
+        r[column] = nullptr;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 // A small deterministic generator for test-side latencies (not the World's randomness).
 struct Lcg {
   uint64_t state;

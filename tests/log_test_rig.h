@@ -1,0 +1,72 @@
+// Shared rig of the DurabilityLog tests: a `Log` object whose constructor builds the shared
+// scheduler and a DurabilityLog with the test's options, and whose one RPC method runs the test's
+// script against them; plus a record helper.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "engine/log.h"
+#include "engine/scheduler.h"
+#include "tests/runtime_test_harness.h"
+
+namespace durasim::rt_test {
+
+inline constexpr const char* kLogClass = "Log";
+
+class LogHost;
+using LogScript = std::function<Task<json>(LogHost&)>;
+
+struct LogEnv {
+  LogOptions options;
+  LogScript script;
+};
+
+class LogHost final : public DurableObject {
+ public:
+  LogHost(ObjectContext& context, LogEnv* environment)
+      : ctx(context), env(environment), scheduler(context, SchedulerOptions{}), log(scheduler, env->options) {}
+  bool hasAlarmHandler() const override { return true; }
+  Task<void> alarm(const AlarmInvocationInfo& info) override { return scheduler.alarm(info); }
+  Task<json> call(std::string_view, const json&) override {
+    LogScript script = env->script;
+    co_return co_await script(*this);
+  }
+  ObjectContext& ctx;
+  LogEnv* env;
+  DurabilityScheduler scheduler;
+  DurabilityLog log;
+};
+
+// The environment is a base so it is built before (and outlives) the Rig's runtime.
+struct LogEnvHolder {
+  LogEnv env;
+};
+
+struct LogRig : LogEnvHolder, Rig {
+  LogRig() : Rig(1) {
+    LogEnv* e = &env;
+    runtime.define_class(kLogClass, [e](ObjectContext& ctx) { return std::make_unique<LogHost>(ctx, e); });
+  }
+  // Runs `script` in one call on object "a" and returns its result; the call must succeed.
+  json run(LogScript script) {
+    env.script = std::move(script);
+    CallPtr c = Rig::call(kLogClass, "a", "run");
+    Rig::run_for(5'000);
+    EXPECT_TRUE(c->ok) << c->error;
+    return c->value;
+  }
+  int64_t count(const std::string& sql) { return runtime.inspect(kLogClass, "a", sql).one().int64("n"); }
+  bool hasTable(const std::string& table) {
+    return count("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'") == 1;
+  }
+};
+
+inline LogAppendInput rec(json body, std::optional<std::string> key = std::nullopt) {
+  return LogAppendInput{std::move(body), std::move(key)};
+}
+
+}  // namespace durasim::rt_test
