@@ -291,11 +291,8 @@ Task<void> DurabilityAlarms::releaseAfterHandler(std::shared_ptr<Active> active,
 void DurabilityAlarms::finish(const std::shared_ptr<Active>& active, Permit& permit) {
   permit.release();
   ctx_.probe("alm.release", {{"name", active->name}, {"generation", active->generation}});
-  for (auto it = active_.begin(); it != active_.end(); ++it)
-    if (it->second == active) {
-      active_.erase(it);
-      break;
-    }
+  // Only if the name still holds this entry (scheduler.md 5.1 step 8).
+  if (auto it = active_.find(active->name); it != active_.end() && it->second == active) active_.erase(it);
   active->settled->set();
 }
 
