@@ -65,6 +65,9 @@ LogTruncatedError::LogTruncatedError(int64_t requestedOffset, int64_t oldestOffs
       requestedOffset_(requestedOffset),
       oldestOffset_(oldestOffset) {}
 
+LogLeaseError::LogLeaseError(const std::string& batchId)
+    : DurabilityError("Log lease \"" + batchId + "\" is not held"), batchId_(batchId) {}
+
 ErrorInfo serializeError(std::exception_ptr e) noexcept {
   try {
     if (!e) return normalized(kDefaultName, "null");

@@ -109,6 +109,18 @@ class LogTruncatedError : public DurabilityError {
   int64_t oldestOffset_;
 };
 
+// A lease settlement that matches no active lease of that consumer (log.md 7.3): unknown or fenced
+// batch id, already settled, or another consumer's lease: `Log lease "<batchId>" is not held`.
+class LogLeaseError : public DurabilityError {
+ public:
+  explicit LogLeaseError(const std::string& batchId);
+  std::string name() const override { return "LogLeaseError"; }
+  const std::string& batchId() const { return batchId_; }
+
+ private:
+  std::string batchId_;
+};
+
 // What is recorded of a failure (last_error_name / last_error, lifecycle events).
 struct ErrorInfo {
   std::string name, message;

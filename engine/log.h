@@ -121,7 +121,15 @@ class DurabilityLog {
   // log.md 6.1: one write deleting segment index rows with last_offset < offset; returns the count.
   Task<int64_t> forgetColdBefore(int64_t offset);
 
-  // later: lease/ack/nack/leases (log.md 7).
+  // log.md 7: every lease method throws TypeError("Leases require the leases option") without the
+  // `leases` option, and LogAppendError for an empty consumer name.
+  // 7.1: nullopt when nothing is available now (at maxParallelism, nothing unleased, or the reclaimed
+  // range was poisoned and skipped); throws LogTruncatedError once when the range lost offsets.
+  Task<std::optional<LogLease>> lease(const std::string& consumer, std::optional<int64_t> limit = std::nullopt);
+  // 7.3: LogLeaseError (nothing written) unless `batchId` is an active lease of `consumer`.
+  Task<void> ack(const std::string& consumer, const std::string& batchId);
+  Task<void> nack(const std::string& consumer, const std::string& batchId);
+  Task<std::vector<LogLeaseRow>> leases(const std::string& consumer);
 
   // log.md 2: latest() applies `log` only; none() reverts `logLeases` (if applied) then `log`; a named
   // target goes to the capability whose list holds it (`log` otherwise, which refuses unknown names).

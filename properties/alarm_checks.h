@@ -22,13 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
+#include "properties/store_reader.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
 namespace durasim::properties {
-
-// Runs a read-only statement on the live store of the object labelled "Class/name".
-using StoreReader = std::function<SqlCursor(const std::string& label, std::string_view sql)>;
 
 // What the checker must know of the application's alarm configuration.
 struct AlarmPolicyView {
