@@ -1,8 +1,10 @@
 // Model-based property (RapidCheck rc::state, suite LogModelState): random append / read / commit /
-// trim / forgetColdBefore / advance / crash sequences run against the real DurabilityLog on the
-// simulated runtime and against model/log_model.h. After every command the returned values and every
-// log table (records, seq, cursors, segments, flush intent) must equal the model's, and both cold
-// stores must hold the same segments. Retention, cold storage and maxBatchSize are drawn per case.
+// trim / forgetColdBefore / lease / ack / nack / leases / advance / crash sequences run against the
+// real DurabilityLog on the simulated runtime and against model/log_model.h. After every command the
+// returned values and every log table (records, seq, cursors, segments, flush intent, leases,
+// allocations) must equal the model's, both cold stores must hold the same segments, and onPoison
+// must have seen what the model expects. Retention, cold storage, maxBatchSize and the lease options
+// are drawn per case; the batch ids the engine draws are fed to the model from its probes.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
@@ -35,11 +37,12 @@ using namespace rt_test;
 constexpr const char* kClass = "ModelLog";
 constexpr const char* kObject = "a";
 const std::string kLabel = std::string(kClass) + "/" + kObject;
-constexpr int kMaxCommands = 30;
+constexpr int kMaxCommands = 60;
 constexpr int kDefaultCases = 200;  // RC_PARAMS="max_success=N" overrides
 const std::vector<std::string> kKeyPool = {"k0", "k1", "k2", "k3", "k4"};
 const std::vector<std::string> kConsumers = {"c1", "c2"};
 const char* const kColdFailure = "cold write lost";
+const char* const kMissingId = "not-drawn-";  // stands for an id the engine did not draw
 
 // ---------------------------------------------------------------------------------------------
 // The case's configuration, drawn once per case, and the cold store each side writes to. A trim's
@@ -51,6 +54,7 @@ struct Config {
   std::optional<int64_t> maxAgeMs, maxRecords, maxBytes;
   bool retention = false;
   bool cold = false;
+  std::optional<model::LeaseOptions> leases;
 };
 
 struct WriteFaults {
@@ -123,9 +127,12 @@ model::ColdStorage modelColdOf(const std::shared_ptr<ModelCold>& cold) {
 struct Env {
   Config config;
   std::shared_ptr<EngineCold> cold = std::make_shared<EngineCold>();
+  std::vector<LogLease> poisoned;  // what onPoison was called with, in order
 };
 
-LogOptions engineOptions(const Env& env) {
+Task<void> finished() { co_return; }
+
+LogOptions engineOptions(Env& env) {
   LogOptions o;
   o.maxBatchSize = env.config.maxBatchSize;
   if (env.config.retention) o.retention = LogRetention{env.config.maxAgeMs, env.config.maxRecords, env.config.maxBytes};
@@ -136,6 +143,20 @@ LogOptions engineOptions(const Env& env) {
     storage.read = [cold](const std::string& l) { return engineColdRead(cold, l); };
     o.cold = storage;
   }
+  if (const auto& l = env.config.leases) {
+    LogLeaseOptions leases;
+    leases.maxParallelism = l->maxParallelism;
+    leases.leaseMs = l->leaseMs;
+    leases.maxAttempts = l->maxAttempts;
+    if (l->onPoison) {
+      std::vector<LogLease>* poisoned = &env.poisoned;
+      leases.onPoison = [poisoned](const LogLease& lease) {
+        poisoned->push_back(lease);
+        return finished();
+      };
+    }
+    o.leases = leases;
+  }
   return o;
 }
 
@@ -144,6 +165,7 @@ model::LogModelOptions modelOptions(const Config& c, const std::shared_ptr<Model
   o.maxBatchSize = c.maxBatchSize;
   if (c.retention) o.retention = model::Retention{c.maxAgeMs, c.maxRecords, c.maxBytes};
   if (c.cold) o.cold = modelColdOf(cold);
+  o.leases = c.leases;
   return o;
 }
 
@@ -167,6 +189,35 @@ json errorJson(std::exception_ptr failure) {
 json recordJson(const LogRecord& r) {
   return json{{"offset", r.offset}, {"key", r.deduplicationKey}, {"payload", serialize(r.body).value_or("?")},
               {"appendedAt", r.appendedAt}};
+}
+
+json recordJson(const model::Record& r) {
+  return json{{"offset", r.offset}, {"key", r.key}, {"payload", r.payload}, {"appendedAt", r.appendedAt}};
+}
+
+json leaseJson(const LogLease& l) {
+  json records = json::array();
+  for (const LogRecord& r : l.records) records.push_back(recordJson(r));
+  return json{{"batchId", l.batchId}, {"consumer", l.consumer}, {"first", l.firstOffset}, {"last", l.lastOffset},
+              {"attempt", l.attempt}, {"expiresAt", l.expiresAt}, {"records", records}};
+}
+
+json leaseJson(const model::Lease& l) {
+  json records = json::array();
+  for (const model::Record& r : l.records) records.push_back(recordJson(r));
+  return json{{"batchId", l.batchId}, {"consumer", l.consumer}, {"first", l.firstOffset}, {"last", l.lastOffset},
+              {"attempt", l.attempt}, {"expiresAt", l.expiresAt}, {"records", records}};
+}
+
+json leaseRowJson(const model::LeaseRow& r) {
+  return json{{"batch_id", r.batchId},     {"consumer", r.consumer}, {"first_offset", r.firstOffset},
+              {"last_offset", r.lastOffset}, {"state", model::leaseStateName(r.state)}, {"attempt", r.attempt},
+              {"expires_at", r.expiresAt},   {"created_at", r.createdAt}};
+}
+
+const char* stateName(LeaseState state) {
+  static const char* const names[] = {"active", "pending", "acked", "skipped"};
+  return names[static_cast<int>(state)];
 }
 
 class LogApp final : public DurableObject {
@@ -214,6 +265,34 @@ class LogApp final : public DurableObject {
         const int64_t forgotten = co_await log_.forgetColdBefore(offset);
         co_return json{{"forgotten", forgotten}};
       }
+      if (method == "lease") {
+        const std::string consumer = args.at("consumer").get<std::string>();
+        const std::optional<int64_t> limit =
+            args.at("limit").is_null() ? std::nullopt : std::optional<int64_t>(args.at("limit").get<int64_t>());
+        Task<std::optional<LogLease>> leasing = log_.lease(consumer, limit);
+        std::optional<LogLease> lease = co_await leasing;
+        co_return json{{"lease", lease ? leaseJson(*lease) : json()}};
+      }
+      if (method == "ack" || method == "nack") {
+        const std::string consumer = args.at("consumer").get<std::string>();
+        const std::string batchId = args.at("batchId").get<std::string>();
+        if (method == "ack")
+          co_await log_.ack(consumer, batchId);
+        else
+          co_await log_.nack(consumer, batchId);
+        co_return json::object();
+      }
+      if (method == "leases") {
+        const std::string consumer = args.at("consumer").get<std::string>();
+        Task<std::vector<LogLeaseRow>> listing = log_.leases(consumer);
+        std::vector<LogLeaseRow> rows = co_await listing;
+        json out = json::array();
+        for (const LogLeaseRow& r : rows)
+          out.push_back(json{{"batch_id", r.batchId},     {"consumer", r.consumer},  {"first_offset", r.firstOffset},
+                             {"last_offset", r.lastOffset}, {"state", stateName(r.state)}, {"attempt", r.attempt},
+                             {"expires_at", r.expiresAt},   {"created_at", r.createdAt}});
+        co_return json{{"rows", out}};
+      }
       if (method == "ping") co_return json::object();
       throw std::invalid_argument("unknown method");
     } catch (...) {
@@ -245,7 +324,9 @@ class LogApp final : public DurableObject {
 struct Coverage {
   int64_t cases = 0, commands = 0, appends = 0, rejections = 0, dedupHits = 0, inBatchDuplicates = 0, reads = 0,
           readErrors = 0, rehydrated = 0, commits = 0, trims = 0, trimsRemoving = 0, trimsFailed = 0, intentsResumed = 0,
-          forgets = 0, forgetsDeleting = 0, advances = 0, crashes = 0;
+          forgets = 0, forgetsDeleting = 0, advances = 0, crashes = 0, leases = 0, granted = 0, reclaimed = 0, gaps = 0,
+          leaseTruncations = 0, unreadable = 0, poisoned = 0, noneParallelism = 0, noneEmpty = 0, leaseErrors = 0, acks = 0,
+          acksRejected = 0, nacks = 0, nacksRejected = 0, listings = 0, segmentsLost = 0;
 };
 Coverage& coverage() {
   static Coverage c;
@@ -411,6 +492,107 @@ class Sut {
     compare();
   }
 
+  void lease(const std::string& consumer, std::optional<int64_t> limit) {
+    ++coverage().leases;
+    const int64_t at = now();
+    const std::size_t poisonedBefore = env_.poisoned.size();
+    const std::size_t eventsBefore = rig_.sink.events.size();
+    const json got = call("lease", json{{"consumer", consumer}, {"limit", limit ? json(*limit) : json()}});
+    const LeaseProbes probes = leaseProbes(eventsBefore);
+    const auto expected = model_.lease(consumer, limit, at, probes.ids);
+    for (const std::string& id : {probes.ids.batchId, probes.ids.gapBatchId, probes.ids.skippedBatchId})
+      if (id.rfind(kMissingId, 0) != 0) knownIds_.push_back(id);
+    const std::string what = "lease(" + consumer + ")";
+    if (!expected.ok()) {
+      countLeaseError(*expected.error);
+      expectError(got, *expected.error, what);
+    } else {
+      if (got.contains("error")) RC_FAIL(what + " threw " + got.dump() + tables());
+      const model::LeaseResult& r = expected.value;
+      const json want = r.lease ? leaseJson(*r.lease) : json();
+      if (got.at("lease") != want) RC_FAIL(what + " returned " + got.at("lease").dump() + ", the model " + want.dump() + tables());
+      if (r.lease) {
+        ++coverage().granted;
+        if (r.lease->reclaimed) ++coverage().reclaimed;
+        RC_ASSERT(probes.reclaimed == r.lease->reclaimed);
+      }
+      if (r.why == model::NoLease::parallelism || r.why == model::NoLease::empty) {
+        const std::string reason = r.why == model::NoLease::parallelism ? "parallelism" : "empty";
+        ++(r.why == model::NoLease::parallelism ? coverage().noneParallelism : coverage().noneEmpty);
+        if (probes.noneReason != reason) RC_FAIL(what + " granted nothing for \"" + probes.noneReason + "\", the model for " + reason);
+      }
+      if (r.why == model::NoLease::poisoned) ++coverage().poisoned;
+    }
+    if (probes.gap) ++coverage().gaps;
+    // onPoison ran exactly when the model's skip matched, with the lease the model expects.
+    json calls = json::array();
+    for (std::size_t i = poisonedBefore; i < env_.poisoned.size(); ++i) calls.push_back(leaseJson(env_.poisoned[i]));
+    json wantCalls = json::array();
+    if (expected.ok() && expected.value.poisonCallback) wantCalls.push_back(leaseJson(*expected.value.poisonCallback));
+    if (calls != wantCalls) RC_FAIL(what + ": onPoison saw " + calls.dump() + ", the model expects " + wantCalls.dump());
+    compare();
+  }
+
+  void settle(bool ack, const std::string& consumer, const std::string& batchId) {
+    ++(ack ? coverage().acks : coverage().nacks);
+    const int64_t at = now();
+    const json got = call(ack ? "ack" : "nack", json{{"consumer", consumer}, {"batchId", batchId}});
+    const auto expected = ack ? model_.ack(consumer, batchId, at) : model_.nack(consumer, batchId, at);
+    const std::string what = std::string(ack ? "ack(" : "nack(") + consumer + ", " + batchId + ")";
+    if (!expected.ok()) {
+      ++(ack ? coverage().acksRejected : coverage().nacksRejected);
+      expectError(got, *expected.error, what);
+    } else if (got.contains("error")) {
+      RC_FAIL(what + " threw " + got.dump() + tables());
+    }
+    compare();
+  }
+
+  void listLeases(const std::string& consumer) {
+    ++coverage().listings;
+    const json got = call("leases", json{{"consumer", consumer}});
+    const auto expected = model_.leases(consumer);
+    if (!expected.ok()) {
+      expectError(got, *expected.error, "leases(" + consumer + ")");
+    } else {
+      json want = json::array();
+      for (const model::LeaseRow& r : expected.value) want.push_back(leaseRowJson(r));
+      if (got.value("rows", json()) != want)
+        RC_FAIL("leases(" + consumer + ") returned " + got.dump() + ", the model " + want.dump());
+    }
+    compare();
+  }
+
+  // The batch id an ack/nack names: a row the model holds now (`live`) or any id ever drawn, or
+  // one never drawn; `pick` chooses among them.
+  std::string batchIdFor(bool live, int pick) const {
+    std::vector<std::string> candidates;
+    if (live)
+      for (const auto& [id, row] : model_.leaseRows())
+        if (row.state == model::LeaseState::active) candidates.push_back(id);
+    if (candidates.empty()) {
+      candidates = knownIds_;
+      candidates.push_back("no-such-batch");
+    }
+    return candidates[static_cast<std::size_t>(pick) % candidates.size()];
+  }
+  // The consumer of that batch id's row, or `fallback`.
+  std::string ownerOf(const std::string& batchId, const std::string& fallback) const {
+    auto it = model_.leaseRows().find(batchId);
+    return it == model_.leaseRows().end() ? fallback : it->second.consumer;
+  }
+
+  // The cold store loses a segment (both sides' fakes): reads and leases of its offsets must then
+  // surface truncation, never a gap.
+  void loseSegment(int pick) {
+    ++coverage().segmentsLost;
+    if (env_.cold->stored.empty()) return;
+    auto it = std::next(env_.cold->stored.begin(), pick % static_cast<int>(env_.cold->stored.size()));
+    modelCold_->stored.erase(it->first);
+    env_.cold->stored.erase(it);
+    compare();
+  }
+
   // A reset of the object between commands: every commit is confirmed, so the next incarnation opens
   // exactly the model's rows (the trim mutex, in memory, is gone with the incarnation).
   void crash() {
@@ -443,6 +625,47 @@ class Sut {
       RC_ASSERT(e.at("requested").get<int64_t>() == want.requested && e.at("oldest").get<int64_t>() == want.oldest);
   }
 
+  // What the engine's probes say about the lease call that emitted events from `from` on: the ids it
+  // drew (placeholders for ids it did not draw), whether it reclaimed, why it granted nothing.
+  struct LeaseProbes {
+    model::LeaseIds ids;
+    bool reclaimed = false, gap = false;
+    std::string noneReason;
+  };
+  LeaseProbes leaseProbes(std::size_t from) {
+    LeaseProbes p;
+    const std::string missing = kMissingId + std::to_string(++missingIds_);
+    p.ids = model::LeaseIds{missing + "-lease", missing + "-gap", missing + "-skipped"};
+    const std::vector<json>& events = rig_.sink.events;
+    for (std::size_t i = from; i < events.size(); ++i) {
+      const json& e = events[i];
+      if (!e.contains("object") || e.at("object") != kLabel) continue;
+      const std::string ev = e.at("ev").get<std::string>();
+      if (ev == "log.lease.write") {
+        p.ids.batchId = e.at("batchId").get<std::string>();
+        p.reclaimed = e.at("reclaimed").get<bool>();
+        if (!e.at("gapBatchId").is_null()) {
+          p.ids.gapBatchId = e.at("gapBatchId").get<std::string>();
+          p.gap = true;
+        }
+      } else if (ev == "log.lease.truncate.write" && !e.at("skippedBatchId").is_null()) {
+        p.ids.skippedBatchId = e.at("skippedBatchId").get<std::string>();
+      } else if (ev == "log.lease.none") {
+        p.noneReason = e.at("reason").get<std::string>();
+      }
+    }
+    return p;
+  }
+
+  void countLeaseError(const model::LogError& e) {
+    if (e.name != model::kLogTruncatedError) {
+      ++coverage().leaseErrors;
+      return;
+    }
+    // A trimmed prefix reports the lease's first offset; an unreadable offset reports max(o + 1, hot).
+    ++(e.oldest == model_.bounds().oldestOffset ? coverage().leaseTruncations : coverage().unreadable);
+  }
+
   std::string keyAt(int64_t offset) {
     const std::vector<SqlRow> rows =
         rig_.runtime
@@ -462,6 +685,12 @@ class Sut {
     t["segments"] = query(
         "SELECT first_offset, last_offset, locator, bytes, flushed_at FROM durability_log_segments ORDER BY first_offset");
     t["flush"] = query("SELECT first_offset, last_offset, created_at FROM durability_log_flush");
+    const bool leaseTables = !query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durability_log_leases'").empty();
+    t["leases"] = leaseTables ? query("SELECT batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
+                                      " created_at FROM durability_log_leases ORDER BY batch_id")
+                              : json::array();
+    t["allocations"] = leaseTables ? query("SELECT consumer, allocated_offset FROM durability_log_allocations ORDER BY consumer")
+                                   : json::array();
     return t;
   }
 
@@ -482,6 +711,11 @@ class Sut {
     t["flush"] = json::array();
     if (const auto& f = model_.flush())
       t["flush"].push_back(json{{"first_offset", f->firstOffset}, {"last_offset", f->lastOffset}, {"created_at", f->createdAt}});
+    t["leases"] = json::array();
+    for (const auto& [id, row] : model_.leaseRows()) t["leases"].push_back(leaseRowJson(row));
+    t["allocations"] = json::array();
+    for (const auto& [consumer, offset] : model_.allocations())
+      t["allocations"].push_back(json{{"consumer", consumer}, {"allocated_offset", offset}});
     return t;
   }
 
@@ -511,6 +745,8 @@ class Sut {
   Rig rig_;
   std::shared_ptr<ModelCold> modelCold_;
   model::LogModel model_;
+  std::vector<std::string> knownIds_;  // every batch id the engine drew
+  int64_t missingIds_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -597,10 +833,51 @@ struct Forget final : LogCommand {
   void show(std::ostream& os) const override { os << "ForgetColdBefore(" << offset << ")"; }
 };
 
+rc::Gen<std::string> leaseConsumerGen() {
+  return rc::gen::weightedOneOf<std::string>({{20, rc::gen::elementOf(kConsumers)}, {1, rc::gen::just(std::string())}});
+}
+
+struct Lease final : LogCommand {
+  std::string consumer = *leaseConsumerGen();
+  std::optional<int64_t> limit = *rc::gen::weightedOneOf<std::optional<int64_t>>(
+      {{1, limitGen()}, {3, rc::gen::just(std::optional<int64_t>())}});
+  void run(const Plan&, Sut& sut) const override { sut.lease(consumer, limit); }
+  void show(std::ostream& os) const override { os << "Lease(" << consumer << ", " << (limit ? std::to_string(*limit) : "-") << ")"; }
+};
+
+// Ack or nack of a live active row (usually by its own consumer) or of a stale or unknown id.
+struct Settle final : LogCommand {
+  bool ack = *rc::gen::weightedElement<bool>({{3, true}, {2, false}});
+  bool live = *rc::gen::weightedElement<bool>({{4, true}, {1, false}});
+  bool owner = *rc::gen::weightedElement<bool>({{5, true}, {1, false}});
+  int pick = *rc::gen::element(0, 1, 2, 3, 4, 5, 6, 7);
+  std::string consumer = *leaseConsumerGen();
+  void run(const Plan&, Sut& sut) const override {
+    const std::string batchId = sut.batchIdFor(live, pick);
+    sut.settle(ack, owner ? sut.ownerOf(batchId, consumer) : consumer, batchId);
+  }
+  void show(std::ostream& os) const override {
+    os << (ack ? "Ack" : "Nack") << "(" << (live ? "live" : "any") << " #" << pick << ", "
+       << (owner ? "owner" : "as " + consumer) << ")";
+  }
+};
+
+struct ListLeases final : LogCommand {
+  std::string consumer = *leaseConsumerGen();
+  void run(const Plan&, Sut& sut) const override { sut.listLeases(consumer); }
+  void show(std::ostream& os) const override { os << "Leases(" << consumer << ")"; }
+};
+
 struct Advance final : LogCommand {
   int64_t ms = *rc::gen::element<int64_t>(1, 50, 100, 200, 400, 1000);
   void run(const Plan&, Sut& sut) const override { sut.advance(ms); }
   void show(std::ostream& os) const override { os << "Advance(" << ms << ")"; }
+};
+
+struct LoseSegment final : LogCommand {
+  int pick = *rc::gen::element(0, 1, 2, 3);
+  void run(const Plan&, Sut& sut) const override { sut.loseSegment(pick); }
+  void show(std::ostream& os) const override { os << "LoseColdSegment(#" << pick << ")"; }
 };
 
 struct Crash final : LogCommand {
@@ -621,6 +898,14 @@ Config configGen() {
   c.maxRecords = *sometimes(rc::gen::element<int64_t>(1, 2, 3, 4, 6)).as("maxRecords");
   c.maxBytes = *sometimes(rc::gen::element<int64_t>(40, 70, 100, 160)).as("maxBytes");
   c.cold = *rc::gen::arbitrary<bool>().as("cold");
+  if (*rc::gen::weightedElement<bool>({{19, true}, {1, false}}).as("leases")) {
+    model::LeaseOptions l;
+    l.maxParallelism = *rc::gen::element<int64_t>(1, 2, 3).as("maxParallelism");
+    l.leaseMs = *rc::gen::element<int64_t>(100, 300, 1000).as("leaseMs");
+    l.maxAttempts = *sometimes(rc::gen::element<int64_t>(1, 2, 3)).as("maxAttempts");
+    l.onPoison = *rc::gen::arbitrary<bool>().as("onPoison");
+    c.leases = l;
+  }
   return c;
 }
 
@@ -629,8 +914,9 @@ void engineAgreesWithTheModel() {
   const Config config = configGen();
   const auto commands = *rc::gen::resize(
       kMaxCommands - 1,
-      rc::state::gen::commands(Plan{}, rc::state::gen::execOneOfWithArgs<Append, Append, Append, Append, Read, Read, Commit,
-                                                                         Trim, Trim, Forget, Advance, Advance, Crash>()));
+      rc::state::gen::commands(Plan{}, rc::state::gen::execOneOfWithArgs<
+                    Append, Append, Append, Append, Append, Read, Read, Commit, Trim, Trim, Trim, Forget, LoseSegment,
+                    Lease, Lease, Lease, Lease, Settle, Settle, Settle, Settle, ListLeases, Advance, Advance, Crash>()));
   Sut sut(seed, config);
   rc::state::runAll(commands, Plan{}, sut);
 }
@@ -649,7 +935,12 @@ TEST(LogModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
             << " in-batch duplicates), " << c.reads << " reads (" << c.readErrors << " errors, " << c.rehydrated
             << " rehydrated), " << c.commits << " commits, " << c.trims << " trims (" << c.trimsRemoving << " removing, "
             << c.trimsFailed << " failed, " << c.intentsResumed << " resuming an intent), " << c.forgets << " forgets ("
-            << c.forgetsDeleting << " deleting), " << c.advances << " advances, " << c.crashes << " resets\n";
+            << c.forgetsDeleting << " deleting), " << c.leases << " leases (" << c.granted << " granted, " << c.reclaimed
+            << " reclaims, " << c.gaps << " with a gap row, " << c.leaseTruncations << " truncated, " << c.unreadable
+            << " unreadable, " << c.poisoned << " poisoned, " << c.noneParallelism << " at maxParallelism, " << c.noneEmpty
+            << " empty, " << c.leaseErrors << " argument errors), " << c.acks << " acks (" << c.acksRejected << " rejected), "
+            << c.nacks << " nacks (" << c.nacksRejected << " rejected), " << c.listings << " leases() listings, "
+            << c.segmentsLost << " cold segments lost, " << c.advances << " advances, " << c.crashes << " resets\n";
   if (!result.is<rc::detail::SuccessResult>()) {
     std::ostringstream message;
     rc::detail::printResultMessage(result, message);
