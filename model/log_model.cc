@@ -410,18 +410,10 @@ AdvanceResult LogModel::advance(const std::string& consumer, int64_t now) {
   return result;
 }
 
-Outcome<LeaseResult> LogModel::lease(const std::string& consumer, std::optional<int64_t> limit, int64_t now,
-                                     const LeaseIds& ids) {
-  using Result = Outcome<LeaseResult>;
-  if (auto e = leaseGuard(consumer)) return Result::failed(*e);
-  if (limit && *limit <= 0) return Result::failed(LogError::range(kLimitMessage));
+LogModel::Grant LogModel::grantLease(const std::string& consumer, int64_t size, int64_t now, const LeaseIds& ids) {
   const LeaseOptions& lo = *options_.leases;
-  const int64_t size = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
-  LeaseResult result;
-
-  // Transaction A (7.1 step 2).
-  Lease lease;
-  lease.consumer = consumer;
+  Grant grant;
+  // 1. Reclaim first, not limited by maxParallelism; the old batch id no longer exists.
   if (const LeaseRow* reclaimable = firstReclaimable(consumer, now)) {
     LeaseRow row = *reclaimable;
     leaseRows_.erase(row.batchId);
@@ -430,73 +422,60 @@ Outcome<LeaseResult> LogModel::lease(const std::string& consumer, std::optional<
     row.attempt += 1;
     row.expiresAt = now + lo.leaseMs;
     insertRow(row);
-    lease = Lease{row.batchId, consumer, {}, row.firstOffset, row.lastOffset, row.attempt, row.expiresAt, true};
-  } else {
-    if (heldCount(consumer, now) >= lo.maxParallelism) {
-      result.why = NoLease::parallelism;
-      return Result{std::move(result), std::nullopt};
-    }
-    const Bounds b = bounds();
-    const int64_t base = std::max(cursor(consumer).value_or(0),
-                                  allocations_.count(consumer) ? allocations_.at(consumer) : int64_t{0});
-    const int64_t from = std::max(b.oldestOffset, base);
-    if (from >= b.nextOffset) {
-      result.why = NoLease::empty;
-      return Result{std::move(result), std::nullopt};
-    }
-    int64_t last = std::min(from + size - 1, b.nextOffset - 1);
-    if (from < b.hotOffset) {
-      const Segment* seg = segmentContaining(from);
-      last = std::min(last, seg ? seg->lastOffset : b.hotOffset - 1);
-    }
-    const bool gap = from > base;
-    if (gap) insertRow(LeaseRow{ids.gapBatchId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
-    insertRow(LeaseRow{ids.batchId, consumer, from, last, LeaseState::active, 1, now + lo.leaseMs, now});
-    allocations_[consumer] = last + 1;
-    if (gap) advance(consumer, now);
-    lease = Lease{ids.batchId, consumer, {}, from, last, 1, now + lo.leaseMs, false};
+    grant.lease = Lease{row.batchId, consumer, {}, row.firstOffset, row.lastOffset, row.attempt, row.expiresAt, true};
+    return grant;
   }
-
-  // 7.1 step 3.
-  if (auto e = loadLeaseRecords(lease, now, ids.skippedBatchId)) return Result::failed(*e);
-
-  // 7.1 step 4: poison skip.
-  const bool poisoned = lease.reclaimed && lo.maxAttempts && lo.onPoison && lease.attempt > *lo.maxAttempts;
-  if (poisoned) {
-    result.why = NoLease::poisoned;
-    if (LeaseRow* row = activeRow(consumer, lease.batchId)) {
-      row->state = LeaseState::skipped;
-      advance(consumer, now);
-      result.poisonCallback = lease;
-    }
-    return Result{std::move(result), std::nullopt};
+  // 2. The parallelism bound on held rows.
+  if (heldCount(consumer, now) >= lo.maxParallelism) {
+    grant.why = NoLease::parallelism;
+    return grant;
   }
-  result.lease = std::move(lease);
-  return Result{std::move(result), std::nullopt};
+  // 3-4. Where a fresh lease starts and ends.
+  const Bounds b = bounds();
+  const int64_t base = std::max(cursor(consumer).value_or(0),
+                                allocations_.count(consumer) ? allocations_.at(consumer) : int64_t{0});
+  const int64_t from = std::max(b.oldestOffset, base);
+  if (from >= b.nextOffset) {
+    grant.why = NoLease::empty;
+    return grant;
+  }
+  int64_t last = std::min(from + size - 1, b.nextOffset - 1);
+  if (from < b.hotOffset) {
+    const Segment* seg = segmentContaining(from);
+    last = std::min(last, seg ? seg->lastOffset : b.hotOffset - 1);
+  }
+  // 5-7. The gap row (H5), the lease and its allocation, and advance over the gap.
+  const bool gap = from > base;
+  if (gap) insertRow(LeaseRow{ids.gapBatchId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+  insertRow(LeaseRow{ids.batchId, consumer, from, last, LeaseState::active, 1, now + lo.leaseMs, now});
+  allocations_[consumer] = last + 1;
+  if (gap) advance(consumer, now);
+  grant.lease = Lease{ids.batchId, consumer, {}, from, last, 1, now + lo.leaseMs, false};
+  return grant;
 }
 
-std::optional<LogError> LogModel::loadLeaseRecords(Lease& lease, int64_t now, const std::string& skippedBatchId) {
-  const Bounds b = bounds();
-  // 7.2 step 1: a trimmed prefix.
-  if (lease.firstOffset < b.oldestOffset) {
-    if (LeaseRow* row = activeRow(lease.consumer, lease.batchId)) {
-      if (lease.lastOffset < b.oldestOffset) {
-        row->state = LeaseState::skipped;
-      } else {
-        LeaseRow trimmed = *row;
-        row->firstOffset = b.oldestOffset;
-        row->state = LeaseState::pending;
-        row->expiresAt = 0;
-        row->attempt -= 1;
-        insertRow(LeaseRow{skippedBatchId, lease.consumer, trimmed.firstOffset, b.oldestOffset - 1, LeaseState::skipped, 0,
-                           0, now});
-      }
-      advance(lease.consumer, now);
+std::optional<LogError> LogModel::truncateLease(const Lease& lease, int64_t now, const std::string& skippedBatchId) {
+  const int64_t oldest = bounds().oldestOffset;
+  if (lease.firstOffset >= oldest) return std::nullopt;
+  if (LeaseRow* row = activeRow(lease.consumer, lease.batchId)) {
+    if (lease.lastOffset < oldest) {
+      row->state = LeaseState::skipped;
+    } else {
+      row->firstOffset = oldest;
+      row->state = LeaseState::pending;
+      row->expiresAt = 0;
+      row->attempt -= 1;  // that attempt was not delivered
+      insertRow(LeaseRow{skippedBatchId, lease.consumer, lease.firstOffset, oldest - 1, LeaseState::skipped, 0, 0, now});
     }
-    return LogError::truncated(lease.firstOffset, b.oldestOffset);
+    advance(lease.consumer, now);
   }
-  // 7.2 step 2: hot rows at or above hotOffset, one cold.read per segment below it.
-  std::map<std::string, std::optional<std::vector<Record>>> loaded;
+  return LogError::truncated(lease.firstOffset, oldest);
+}
+
+std::optional<LogError> LogModel::readLeaseRecords(Lease& lease) {
+  const Bounds b = bounds();
+  std::map<std::string, std::optional<std::vector<Record>>> loaded;  // one cold.read per segment
+  lease.records.clear();
   for (int64_t o = lease.firstOffset; o <= lease.lastOffset; ++o) {
     std::optional<Record> found;
     if (o >= b.hotOffset) {
@@ -512,6 +491,7 @@ std::optional<LogError> LogModel::loadLeaseRecords(Lease& lease, int64_t now, co
           }
     }
     if (!found) {
+      lease.records.clear();
       if (LeaseRow* row = activeRow(lease.consumer, lease.batchId)) {
         row->state = LeaseState::pending;
         row->expiresAt = 0;
@@ -522,6 +502,43 @@ std::optional<LogError> LogModel::loadLeaseRecords(Lease& lease, int64_t now, co
     lease.records.push_back(*found);
   }
   return std::nullopt;
+}
+
+bool LogModel::isPoisoned(const Lease& lease) const {
+  const LeaseOptions& lo = *options_.leases;
+  return lease.reclaimed && lo.maxAttempts && lo.onPoison && lease.attempt > *lo.maxAttempts;
+}
+
+bool LogModel::skipPoisoned(const Lease& lease, int64_t now) {
+  LeaseRow* row = activeRow(lease.consumer, lease.batchId);
+  if (!row) return false;
+  row->state = LeaseState::skipped;
+  advance(lease.consumer, now);
+  return true;
+}
+
+Outcome<LeaseResult> LogModel::lease(const std::string& consumer, std::optional<int64_t> limit, int64_t now,
+                                     const LeaseIds& ids) {
+  using Result = Outcome<LeaseResult>;
+  if (auto e = leaseGuard(consumer)) return Result::failed(*e);
+  if (limit && *limit <= 0) return Result::failed(LogError::range(kLimitMessage));
+  const int64_t size = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
+  LeaseResult result;
+  Grant grant = grantLease(consumer, size, now, ids);
+  if (!grant.lease) {
+    result.why = grant.why;
+    return Result{std::move(result), std::nullopt};
+  }
+  Lease& lease = *grant.lease;
+  if (auto e = truncateLease(lease, now, ids.skippedBatchId)) return Result::failed(*e);
+  if (auto e = readLeaseRecords(lease)) return Result::failed(*e);
+  if (isPoisoned(lease)) {
+    result.why = NoLease::poisoned;
+    if (skipPoisoned(lease, now)) result.poisonCallback = lease;
+    return Result{std::move(result), std::nullopt};
+  }
+  result.lease = std::move(lease);
+  return Result{std::move(result), std::nullopt};
 }
 
 Outcome<bool> LogModel::ack(const std::string& consumer, const std::string& batchId, int64_t now) {

@@ -239,6 +239,23 @@ class LogModel {
 
   Outcome<LeaseResult> lease(const std::string& consumer, std::optional<int64_t> limit, int64_t now,
                              const LeaseIds& ids);
+  // The steps of lease(), for checkers that follow the engine's writes one transaction at a time.
+  // grantLease is transaction A (7.1 step 2) for a batch of `size` (already capped): a reclaim, a
+  // fresh lease (with its gap row and advance), or nothing (`why`); the lease has no records yet.
+  struct Grant {
+    std::optional<Lease> lease;
+    NoLease why = NoLease::none;
+  };
+  Grant grantLease(const std::string& consumer, int64_t size, int64_t now, const LeaseIds& ids);
+  // 7.2 step 1: nullopt unless some of the lease's offsets were trimmed; then the truncation write
+  // (only if the row still has this batch id and is active) and the LogTruncatedError.
+  std::optional<LogError> truncateLease(const Lease& lease, int64_t now, const std::string& skippedBatchId);
+  // 7.2 step 2: fills lease.records, or makes the release write (if the row still matches) and
+  // returns the LogTruncatedError of the first offset that cannot be produced.
+  std::optional<LogError> readLeaseRecords(Lease& lease);
+  // 7.1 step 4: whether a granted lease is poisoned, and the skip write (returns whether it matched).
+  bool isPoisoned(const Lease& lease) const;
+  bool skipPoisoned(const Lease& lease, int64_t now);
   Outcome<bool> ack(const std::string& consumer, const std::string& batchId, int64_t now);
   Outcome<bool> nack(const std::string& consumer, const std::string& batchId, int64_t now);
   Outcome<std::vector<LeaseRow>> leases(const std::string& consumer) const;
@@ -272,7 +289,6 @@ class LogModel {
   LeaseRow* activeRow(const std::string& consumer, const std::string& batchId);
   AdvanceResult advance(const std::string& consumer, int64_t now);
   void upsertForward(const std::string& consumer, int64_t offset, int64_t now, bool* moved = nullptr);
-  std::optional<LogError> loadLeaseRecords(Lease& lease, int64_t now, const std::string& skippedBatchId);
   void insertRow(LeaseRow row);
 
   LogModelOptions options_;

@@ -671,5 +671,71 @@ TEST(LogModel, AdvanceDeletesSettledRowsBelowAManuallyCommittedCursor) {
   EXPECT_EQ(m.freshLeaseStart("c"), 5);
 }
 
+TEST(LogModel, AdvancePreviewReportsTheCursorMoveAndTheRowsItWouldDelete) {
+  LogModel m(leaseOptions(3));
+  fill(m, 0, 6);
+  ASSERT_TRUE(m.lease("c", 2, kNow, ids("b1")).ok());
+  ASSERT_TRUE(m.lease("c", 2, kNow, ids("b2")).ok());
+  ASSERT_TRUE(m.ack("c", "b2", kNow).ok());
+  AdvanceResult preview = m.advancePreview("c");
+  EXPECT_EQ(preview.before, std::nullopt);
+  EXPECT_EQ(preview.to, std::nullopt);
+  EXPECT_EQ(preview.deleted, 0);
+  ASSERT_TRUE(m.ack("c", "b1", kNow).ok());
+  ASSERT_TRUE(m.commit("c", 1, kNow).ok());  // ignored: the ack already moved it to 4
+  EXPECT_EQ(m.cursor("c"), 4);
+  preview = m.advancePreview("c");
+  EXPECT_EQ(preview.before, 4);
+  EXPECT_EQ(preview.to, 4);
+  EXPECT_EQ(preview.deleted, 0);
+}
+
+// The steps of lease(), as a checker following the engine's transactions uses them.
+TEST(LogModel, LeaseStepsWriteOnlyWhileTheRowStillMatches) {
+  LogModelOptions o = leaseOptions(1, 1, true);
+  o.retention = Retention{std::nullopt, 1, std::nullopt};
+  LogModel m(o);
+  fill(m, 0, 4);
+  LogModel::Grant grant = m.grantLease("c", 2, kNow, ids("b1"));
+  ASSERT_TRUE(grant.lease);
+  Lease lease = *grant.lease;
+  EXPECT_FALSE(m.truncateLease(lease, kNow, "cut"));  // nothing trimmed yet
+  // A nack (by another poller) and a trim happen before this poller's truncation check: the row no
+  // longer matches, so nothing is written, but the error is still raised.
+  ASSERT_TRUE(m.nack("c", "b1", kNow).ok());
+  ASSERT_EQ(m.trim(kNow).value, 3);
+  const auto before = m.leaseRows();
+  EXPECT_EQ(*m.truncateLease(lease, kNow, "cut"), LogError::truncated(0, 3));
+  EXPECT_EQ(m.leaseRows(), before);
+  // Reclaimed with attempt 2 > maxAttempts 1: poisoned; the skip matches once.
+  LogModel::Grant again = m.grantLease("c", 2, kNow, ids("b2"));
+  ASSERT_TRUE(again.lease);
+  EXPECT_TRUE(m.isPoisoned(*again.lease));
+  EXPECT_TRUE(m.skipPoisoned(*again.lease, kNow));
+  EXPECT_FALSE(m.skipPoisoned(*again.lease, kNow));
+  EXPECT_FALSE(m.isPoisoned(*grant.lease));  // a fresh grant is never poisoned
+}
+
+TEST(LogModel, ReadingAFencedLeaseThatCannotBeProducedReleasesNothing) {
+  auto cold = std::make_shared<FakeCold>();
+  LogModelOptions o = leaseOptions(2);
+  o.retention = Retention{std::nullopt, 2, std::nullopt};
+  o.cold = coldOf(cold);
+  LogModel m(o);
+  fill(m, 0, 4);
+  LogModel::Grant grant = m.grantLease("c", 4, kNow, ids("b1"));  // [0,3], all hot
+  ASSERT_TRUE(grant.lease);
+  ASSERT_EQ(m.trim(kNow).value, 2);  // [0,1] flushed after the grant: rehydrated
+  Lease lease = *grant.lease;
+  ASSERT_FALSE(m.readLeaseRecords(lease));
+  ASSERT_EQ(lease.records.size(), 4u);
+  EXPECT_EQ(lease.records[1].payload, "p1");
+  cold->gone["seg-0"] = true;
+  ASSERT_TRUE(m.ack("c", "b1", kNow).ok());
+  EXPECT_EQ(*m.readLeaseRecords(lease), LogError::truncated(0, 2));
+  EXPECT_TRUE(lease.records.empty());
+  EXPECT_EQ(m.cursor("c"), 4);
+}
+
 }  // namespace
 }  // namespace durasim::model
