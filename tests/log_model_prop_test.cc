@@ -9,7 +9,6 @@
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -397,12 +396,13 @@ class Sut {
       modelInputs.push_back(model::AppendInput{in.key, in.bad ? std::nullopt : serialize(body)});
     }
     const int64_t at = now();
+    const std::size_t eventsBefore = rig_.sink.events.size();
     const json got = call("append", json{{"inputs", specs}});
-    // The uuids the engine drew for inputs without a key are the keys stored at their offsets.
+    // The uuids the engine drew for inputs without a key, as its append transaction reports them.
     std::vector<std::string> uuids;
-    if (got.value("success", false))
+    if (const std::optional<json> write = probeSince(eventsBefore, "log.append.write"))
       for (std::size_t i = 0; i < inputs.size(); ++i)
-        if (!inputs[i].key) uuids.push_back(keyAt(got.at("offsets").at(i).get<int64_t>()));
+        if (!inputs[i].key) uuids.push_back(write->at("keys").at(i).get<std::string>());
     const std::size_t before = model_.records().size();
     const auto expected = model_.append(modelInputs, at, uuids);
     if (!expected.ok()) {
@@ -666,13 +666,12 @@ class Sut {
     ++(e.oldest == model_.bounds().oldestOffset ? coverage().leaseTruncations : coverage().unreadable);
   }
 
-  std::string keyAt(int64_t offset) {
-    const std::vector<SqlRow> rows =
-        rig_.runtime
-            .inspect(kClass, kObject, "SELECT dedup_key FROM durability_log_records WHERE \"offset\" = " + std::to_string(offset))
-            .toVector();
-    RC_ASSERT(rows.size() == 1u);
-    return rows[0].text("dedup_key");
+  // The first event named `name` of this object emitted since event number `from`.
+  std::optional<json> probeSince(std::size_t from, const std::string& name) const {
+    const std::vector<json>& events = rig_.sink.events;
+    for (std::size_t i = from; i < events.size(); ++i)
+      if (events[i].contains("object") && events[i].at("object") == kLabel && events[i].at("ev") == name) return events[i];
+    return std::nullopt;
   }
 
   json query(const std::string& sql) { return rows_json(rig_.runtime.inspect(kClass, kObject, sql)); }
