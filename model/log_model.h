@@ -214,6 +214,10 @@ class LogModel {
   // error (a LogAppendError, nothing written). Throws std::invalid_argument if uuids run short.
   Outcome<AppendResult> append(const std::vector<AppendInput>& batch, int64_t now,
                                const std::vector<std::string>& uuids = {});
+  // log.md 4.2 as written: a rehydrated page keeps the segment's records with offset >= from. The
+  // engine instead returns only the gap-free run starting at `from` and throws LogTruncatedError when
+  // the segment lacks `from` (docs/decisions.md); the two differ only for a cold store that returns a
+  // segment missing some of its offsets.
   Outcome<Page> read(int64_t from, std::optional<int64_t> limit = std::nullopt) const;
   Bounds bounds() const;
   std::optional<int64_t> cursor(const std::string& consumer) const;
