@@ -436,6 +436,12 @@ LogModel::Grant LogModel::grantLease(const std::string& consumer, int64_t size, 
                                 allocations_.count(consumer) ? allocations_.at(consumer) : int64_t{0});
   const int64_t from = std::max(b.oldestOffset, base);
   if (from >= b.nextOffset) {
+    // Decision (docs/decisions.md): a fully trimmed tail is still covered by a gap row.
+    if (from > base) {
+      insertRow(LeaseRow{ids.gapBatchId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+      allocations_[consumer] = from;
+      advance(consumer, now);
+    }
     grant.why = NoLease::empty;
     return grant;
   }

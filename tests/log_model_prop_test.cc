@@ -648,6 +648,9 @@ class Sut {
           p.ids.gapBatchId = e.at("gapBatchId").get<std::string>();
           p.gap = true;
         }
+      } else if (ev == "log.lease.gap.write") {
+        p.ids.gapBatchId = e.at("gapBatchId").get<std::string>();
+        p.gap = true;
       } else if (ev == "log.lease.truncate.write" && !e.at("skippedBatchId").is_null()) {
         p.ids.skippedBatchId = e.at("skippedBatchId").get<std::string>();
       } else if (ev == "log.lease.none") {
