@@ -156,9 +156,10 @@ class LogWorkload final : public Workload {
   nlohmann::json metrics() const override {
     int64_t incarnations = 0;
     for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
-    return {{"calls", calls_},         {"uncertain", uncertain_}, {"appended", appended_},      {"consumed", consumed_},
-            {"leased", leased_},       {"truncations", truncations_}, {"forgets", forgets_}, {"incarnations", incarnations},
-            {"maxBatchSize", base_.maxBatchSize}, {"cold", base_.cold}, {"noLeases", partitionName(noLeases_)}};
+    return {{"calls", calls_},       {"uncertain", uncertain_},     {"appended", appended_}, {"rejected", rejected_},
+            {"consumed", consumed_}, {"leased", leased_},           {"truncations", truncations_},
+            {"forgets", forgets_},   {"incarnations", incarnations}, {"maxBatchSize", base_.maxBatchSize},
+            {"cold", base_.cold},    {"noLeases", partitionName(noLeases_)}};
   }
 
  private:
@@ -694,7 +695,8 @@ class LogWorkload final : public Workload {
   sim::Tallies expectations_;
   bool healed_ = false;
   int64_t producersDone_ = 0;
-  int64_t calls_ = 0, uncertain_ = 0, appended_ = 0, rejected_ = 0, consumed_ = 0, leased_ = 0, truncations_ = 0, forgets_ = 0;
+  int64_t rejected_ = 0;  // valid batches refused (never expected)
+  int64_t calls_ = 0, uncertain_ = 0, appended_ = 0, consumed_ = 0, leased_ = 0, truncations_ = 0, forgets_ = 0;
 };
 
 }  // namespace
