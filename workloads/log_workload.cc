@@ -643,13 +643,9 @@ class LogWorkload final : public Workload {
               .one()
               .int64("n") == 0)
         continue;  // never constructed: nothing was appended
-      const SqlRow bounds = runtime_->inspect(LogPartition::kClass, name,
-                                              "SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
-                                              " (SELECT MIN(\"offset\") FROM durability_log_records) AS hot,"
-                                              " (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
-                                .one();
-      const int64_t next = bounds.int64("next");
-      const int64_t oldest = std::min(bounds.optInt64("seg").value_or(next), bounds.optInt64("hot").value_or(next));
+      const int64_t next = runtime_->inspect(LogPartition::kClass, name, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1")
+                               .one()
+                               .int64("n");
       std::map<std::string, int64_t> cursors;
       for (const SqlRow& row : runtime_->inspect(LogPartition::kClass, name, "SELECT consumer, \"offset\" FROM durability_log_cursors").toVector())
         cursors[row.text("consumer")] = row.int64("offset");
@@ -659,7 +655,7 @@ class LogWorkload final : public Workload {
       if (!leased(i)) continue;
       for (int64_t c = 0; c < leasers_; ++c) {
         const std::string consumer = leaserName(c);
-        if (cursor(consumer) != next && !trimmedUnleasedTail(name, consumer, oldest, next))
+        if (cursor(consumer) != next)
           items.push_back(lagging(name, consumer, cursor(consumer), next));
       }
     }
@@ -668,16 +664,6 @@ class LogWorkload final : public Workload {
 
   static std::string lagging(const std::string& name, const std::string& consumer, int64_t at, int64_t next) {
     return label(name) + ": " + consumer + " at " + std::to_string(at) + ", nextOffset " + std::to_string(next);
-  }
-
-  // log.md 7.1 inserts the gap row that lets a cursor pass offsets trimmed before anyone leased them
-  // only when it grants a lease, so while nothing is readable (oldestOffset == nextOffset) a leased
-  // consumer with no unsettled range keeps its cursor below nextOffset. It has consumed everything.
-  bool trimmedUnleasedTail(const std::string& name, const std::string& consumer, int64_t oldest, int64_t next) const {
-    if (oldest != next) return false;
-    const std::string sql = "SELECT count(*) AS n FROM durability_log_leases WHERE consumer = '" + consumer +
-                            "' AND state IN ('active', 'pending')";
-    return runtime_->inspect(LogPartition::kClass, name, sql).one().int64("n") == 0;
   }
 
   int64_t partitions_ = 0, producers_ = 0, groups_ = 0, leasers_ = 0, ops_ = 0;
