@@ -260,7 +260,7 @@ TEST(LogChecks, PlainHistoryPasses) {
 
 TEST(LogChecks, ColdHistoryPasses) {
   Synth s;
-  s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 4}, {"maxBytes", nullptr}});
+  s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 7}, {"maxBytes", nullptr}});
   s.append(10, "k");
   s.trimFlush(3, "seg-0");
   s.trimFlush(3, "seg-3");
@@ -270,7 +270,7 @@ TEST(LogChecks, ColdHistoryPasses) {
   s.emit(s.coldWrite(6, 7));
   s.emit({{"ev", "log.cold.failed"}, {"first", 6}, {"last", 7}, {"message", "500"}});
   s.crash(0, 0);
-  s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 4}, {"maxBytes", nullptr}});
+  s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 7}, {"maxBytes", nullptr}});
   s.emit({{"ev", "log.trim.begin"}, {"now", s.now}});
   s.emit(s.coldWrite(6, 7));
   s.flushCommit(6, 7, "seg-6");
@@ -604,7 +604,9 @@ Task<json> exercise(LogHost& h, bool cold) {
     LogPage again = co_await rehydrated;
     out.push_back(static_cast<int64_t>(again.records.size()));
   }
-  Task<LogPage> rest = h.log.read(page.nextOffset);
+  Task<LogBounds> bounding = h.log.bounds();
+  const LogBounds bounds = co_await bounding;
+  Task<LogPage> rest = h.log.read(std::max(page.nextOffset, bounds.oldestOffset));
   LogPage tail = co_await rest;
   out.push_back(tail.nextOffset);
   Task<LoadSnapshot> load = h.log.load();
