@@ -23,7 +23,9 @@
 //       ranges match the flush intent, never overlap a committed segment, and a re-flush of a first
 //       offset repeats the same records), LOG-14 (rejection messages), LOG-16 (a read of an offset in
 //       [oldestOffset, hotOffset) fails only when the cold store may have lost the segment: a
-//       cold.vanish or lifecycle expiry, or cold is not configured)
+//       cold.vanish fault named its key, or the put that stored it drew a lifecycle lag that has
+//       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put); or when cold
+//       is not configured, or was not in some incarnation)
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
 //       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
 #pragma once
@@ -110,6 +112,7 @@ class LogChecks final : public sim::TraceSink {
   void dispatch(const std::string& ev, const nlohmann::json& e);
   void onApp(const std::string& ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
+  void onColdCall(const nlohmann::json& e);
 
   // Applies one write event to a view (no checks).
   static void apply(View& view, const nlohmann::json& write);
@@ -141,15 +144,18 @@ class LogChecks final : public sim::TraceSink {
   };
   Bounds storeBounds(const std::string& object);
   std::map<int64_t, Segment> storeSegments(const std::string& object);
-  bool coldLossPossible(const std::string& locator) const;
+  // Whether the cold object `locator` (its key) may be gone at `now`: a cold.vanish fault removed it,
+  // or it is under a lifecycle rule and its earliest removal time has come.
+  bool coldLossPossible(const std::string& locator, int64_t now) const;
 
   StoreReader reader_;
   std::string className_;
   sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
-  std::set<std::string> vanished_;  // "bucket/key" of cold objects a cold.vanish fault removed
-  bool lifecycle_ = false;          // some cold object was subject to lifecycle expiry
+  std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed
+  std::map<std::string, int64_t> expirableFrom_;  // key -> earliest lifecycle removal time
+  std::optional<int64_t> pendingLag_;             // the lag drawn for the put reported next
 };
 
 }  // namespace durasim::properties
