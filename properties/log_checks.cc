@@ -97,6 +97,7 @@ void LogChecks::dispatch(const std::string& ev, const json& e) {
   const int64_t incarnation = num(e, "incarnation");
   if (ev == "incarnation.start") {
     s.incarnation = incarnation;
+    s.appendWrites.clear();
     resetOpen(s);
     return;
   }
@@ -200,6 +201,7 @@ void LogChecks::apply(View& v, const json& w) {
 void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::string& ev, const json& e) {
   if (ev == "log.append.write") {
     checkAppendWrite(object, s.staged, e);
+    s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
     if (s.trimBegunAt) s.appendedDuringTrim = true;
   } else if (ev == "log.commit.write") {
     const std::string consumer = text(e, "consumer");
@@ -283,12 +285,7 @@ void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& 
   s.pending.clear();
   s.schedulerTouched = false;
   for (const json& w : writes)
-    if (w.at("ev") == "log.append.write") {
-      s.committedAppends.push_back(strings(w, "keys"));
-      s.committedOffsets.push_back(ints(w, "offsets"));
-    } else if (w.at("ev") == "log.trim.intent") {
-      s.flushSettled = false;
-    }
+    if (w.at("ev") == "log.trim.intent") s.flushSettled = false;
   // LOG-17: log writes alone never move the physical alarm.
   const json& alarm = e.at("alarm");
   if (logOnly && s.alarmKnown)
@@ -416,19 +413,14 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
 void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& e) {
   const std::vector<std::string> keys = strings(e, "keys");
   const std::vector<int64_t> offsets = ints(e, "offsets");
-  // The latest committed write of these keys; an append whose keys were all hot writes nothing.
-  for (std::size_t i = s.committedAppends.size(); i-- > 0;)
-    if (s.committedAppends[i] == keys) {
-      tallies_.check("LOG-02", s.committedOffsets[i] == offsets, [&] {
-        return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + ", its write gave " + json(s.committedOffsets[i]).dump();
-      });
-      s.committedAppends.erase(s.committedAppends.begin() + static_cast<std::ptrdiff_t>(i));
-      s.committedOffsets.erase(s.committedOffsets.begin() + static_cast<std::ptrdiff_t>(i));
-      return;
-    }
-  bool hits = keys.size() == offsets.size();
-  for (std::size_t i = 0; hits && i < keys.size(); ++i) hits = s.local.keys.count(keys[i]) && s.local.keys.at(keys[i]) == offsets[i];
-  tallies_.check("LOG-02", hits, [&] { return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + " without a matching write"; });
+  // The latest write of these keys in this incarnation (a write of dedup hits only commits nothing).
+  auto match = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return w.first == keys; });
+  const bool found = match != s.appendWrites.rend();
+  tallies_.check("LOG-02", found && match->second == offsets, [&] {
+    return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + ", its write gave " +
+           (found ? json(match->second).dump() : std::string("nothing"));
+  });
+  if (found) s.appendWrites.erase(std::next(match).base());
 }
 
 void LogChecks::onRejected(ObjectState& s, const std::string& object, const json& e) {

@@ -94,8 +94,8 @@ class LogChecks final : public sim::TraceSink {
     std::vector<nlohmann::json> pending;     // writes of the open segment
     bool schedulerTouched = false;           // the open segment has scheduler or alarm events
     std::vector<Group> unconfirmed;
-    std::vector<std::vector<std::string>> committedAppends;  // keys of committed append writes
-    std::vector<std::vector<int64_t>> committedOffsets;
+    // (keys, offsets) of this incarnation's append writes whose append has not returned yet
+    std::vector<std::pair<std::vector<std::string>, std::vector<int64_t>>> appendWrites;
     std::optional<nlohmann::json> lastAlarm; // the alarm of the last commit, when known
     bool alarmKnown = false;
     std::map<int64_t, nlohmann::json> coldWrites;  // first -> the first cold.write event for it

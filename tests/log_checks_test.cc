@@ -584,7 +584,9 @@ Task<json> exercise(LogHost& h, bool cold) {
   std::vector<LogAppendInput> none;
   Task<EnqueueResult<std::vector<int64_t>>> rejected = h.log.append(none);
   (void)co_await rejected;
-  Task<LogPage> first = h.log.read(0, 4);
+  Task<LogBounds> starting = h.log.bounds();
+  const LogBounds start = co_await starting;
+  Task<LogPage> first = h.log.read(start.oldestOffset, 4);
   LogPage page = co_await first;
   Task<void> committed = h.log.commit("g", page.nextOffset);
   co_await committed;
@@ -594,7 +596,7 @@ Task<json> exercise(LogHost& h, bool cold) {
   const int64_t removed = co_await trimmed;
   out.push_back(removed);
   if (cold) {
-    Task<LogPage> rehydrated = h.log.read(0, 3);
+    Task<LogPage> rehydrated = h.log.read(start.oldestOffset, 3);
     LogPage again = co_await rehydrated;
     out.push_back(static_cast<int64_t>(again.records.size()));
   }
@@ -656,6 +658,49 @@ TEST(LogChecksOnTheEngine, ColdLogWithAFailedFlushPasses) {
   EXPECT_EQ(checks.tallies().violations(), 0u) << examples;
   for (const char* id : {"LOG-09", "LOG-10", "LOG-11", "LOG-15", "LOG-16", "LOG-18"}) EXPECT_GT(checks.tallies().by_id().at(id).checked, 0u) << id;
 }
+
+// A run whose first call dies at the `nth` opportunity of `kind` (a commit failing definitely, or a
+// confirmation failing so that only a drawn prefix of the unconfirmed commits survives), then a second
+// call that repeats the work with the same keys. Returns the number of LOG violations; `crashed` tells
+// whether the fault ended an incarnation.
+uint64_t crashedRunViolations(sim::FaultKind kind, int64_t nth, bool cold, bool* crashed, std::string* examples) {
+  LogRig rig;
+  LogChecks checks(rigReader(rig), rt_test::kLogClass);
+  rig.world.observe(checks);
+  rig.faults.set_latency(sim::LatencyKind::confirm, 3);
+  rig.faults.fire_at(kind, nth);
+  auto store = std::make_shared<MemoryCold>();
+  rig.env.options.retention = keepRecords(5);
+  rig.env.options.maxBatchSize = 3;
+  if (cold)
+    rig.env.options.cold = LogColdStorage{[store](const LogSegment& s) { return memoryWrite(store, s); },
+                                          [store](const std::string& l) { return memoryRead(store, l); }};
+  rig.env.script = [cold](LogHost& h) { return exercise(h, cold); };
+  rig.call(rt_test::kLogClass, "a", "run");
+  rig.run_for(5'000);
+  *crashed = !rig.events("incarnation.end", "Log/a").empty();
+  rig.call(rt_test::kLogClass, "a", "run");  // may meet the fault too when the first call ended early
+  rig.run_for(5'000);
+  checks.finish();
+  for (const auto& [id, tally] : checks.tallies().by_id())
+    for (const std::string& example : tally.examples) *examples += id + ": " + example + "\n";
+  return checks.tallies().violations();
+}
+
+TEST(LogChecksOnTheEngine, CrashesAndLostCommitsPass) {
+  int crashes = 0;
+  for (const sim::FaultKind kind : {sim::FaultKind::storage_commit_definite, sim::FaultKind::storage_commit_uncertain})
+    for (const bool cold : {false, true})
+      for (int64_t nth = 2; nth <= 14; nth += 3) {
+        bool crashed = false;
+        std::string examples;
+        EXPECT_EQ(crashedRunViolations(kind, nth, cold, &crashed, &examples), 0u)
+            << sim::fault_name(kind) << " at " << nth << (cold ? " with cold" : "") << "\n" << examples;
+        crashes += crashed;
+      }
+  EXPECT_GT(crashes, 10);
+}
+
 
 }  // namespace
 }  // namespace durasim::properties
