@@ -70,7 +70,7 @@ class RoutingChecks final : public sim::TraceSink {
   void onObserve(Client& client, const nlohmann::json& e);
   void onResize(Client& client, const nlohmann::json& e);
   void onReturn(Client& client, const nlohmann::json& e);
-  void checkLoadShape(const std::string& where, const nlohmann::json& load, int64_t now);
+  void checkLoadShape(const std::string& where, const nlohmann::json& load);
 
   sim::Tallies tallies_;
   std::map<std::string, Client> clients_;
