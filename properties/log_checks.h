@@ -17,7 +17,8 @@
 //       append against its write), LOG-03 (every offset an app.produce acknowledged is durable with its
 //       key), LOG-06 (each cursor write moves iff forward), LOG-07 (page shape), LOG-08 (a page starts
 //       at `from`, truncation errors carry the right fields, every consumer group sees each retained
-//       offset: a gap in what a group has read is allowed only below oldestOffset), LOG-09 (key and
+//       offset: a gap in what a group has read is allowed only below oldestOffset, or over a segment
+//       the cold store may have lost, see LOG-16), LOG-09 (key and
 //       body of an offset agree across appends, reads, cold writes and leases), LOG-10 (deletes and
 //       flushes remove the hot prefix, never with cold configured a plain delete), LOG-11 (cold.write
 //       ranges match the flush intent, never overlap a committed segment, and a re-flush of a first

@@ -499,9 +499,14 @@ TEST(LogChecksMutations, UnreadableFlushedOffsetNeedsAColdLoss) {
   l.trimFlush(3, "seg-0");
   l.emit({{"ev", "log.read.truncated"}, {"from", 1}, {"requested", 1}, {"oldest", 3}});
   EXPECT_EQ(l.violations("LOG-16"), 1u);
+  // A group that skips offsets of that segment before it may have expired is caught; after, not.
+  l.emit({{"ev", "app.consume"}, {"partition", kObject}, {"group", "g"}, {"from", 2}, {"offsets", {2}}});
+  EXPECT_EQ(l.violations("LOG-08"), 1u);
   l.now += 500;
   l.emit({{"ev", "log.read.truncated"}, {"from", 1}, {"requested", 1}, {"oldest", 3}});
   EXPECT_EQ(l.violations("LOG-16"), 1u);
+  l.emit({{"ev", "app.consume"}, {"partition", kObject}, {"group", "h"}, {"from", 2}, {"offsets", {2}}});
+  EXPECT_EQ(l.violations("LOG-08"), 1u);
 }
 
 TEST(LogChecksMutations, AlarmMovedByALogCommitAndFlushIntentLeft) {
