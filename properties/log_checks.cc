@@ -361,17 +361,24 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
     return object + " total_bytes " + str(agg.int64("total")) + " but the hot rows hold " + str(agg.int64("bytes")) + " (" + str(agg.int64("wrong")) +
            " rows with a wrong byte count)";
   });
-  // LOG-03: the hot rows are exactly what the committed writes left, with their keys.
-  std::vector<int64_t> written;
+  // LOG-03: the hot rows are exactly what the committed writes left, with their keys. LOG-02: each
+  // new record holds the payload size of its key's last occurrence in the batch.
+  std::map<int64_t, int64_t> written;  // new offset -> bytes of its key's last occurrence
   for (const json& w : writes)
-    if (w.at("ev") == "log.append.write")
-      for (int64_t o : ints(w, "offsets"))
-        if (o >= num(w, "first")) written.push_back(o);
+    if (w.at("ev") == "log.append.write") {
+      const std::vector<int64_t> offsets = ints(w, "offsets"), bytes = ints(w, "bytes");
+      for (std::size_t i = 0; i < offsets.size() && i < bytes.size(); ++i)
+        if (offsets[i] >= num(w, "first")) written[offsets[i]] = bytes[i];
+    }
   bool keysOk = true;
-  for (int64_t o : written) {
-    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM durability_log_records WHERE \"offset\" = " + str(o)).next();
+  for (const auto& [o, bytes] : written) {
+    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM durability_log_records WHERE \"offset\" = " + str(o)).next();
     const auto known = v.records.find(o);
     keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second.key;
+    if (row)
+      tallies_.check("LOG-02", row->int64("bytes") == bytes, [&] {
+        return object + " offset " + str(o) + " holds " + str(row->int64("bytes")) + " payload bytes, its key's last occurrence had " + str(bytes);
+      });
   }
   const int64_t hotFrom = std::min(v.hotFrom, v.next);
   tallies_.check("LOG-03", keysOk && b.hot == hotFrom && count == v.next - hotFrom, [&] {

@@ -6,7 +6,8 @@
 // holds), `local` (every commit so far) and `durable` (confirmed commits, plus the prefix of
 // unconfirmed ones a `durability` event says was kept). State checks read the object's live store
 // through a StoreReader at the instant of the event.
-//   [S] at every commit: LOG-01 (next_offset as allocated), LOG-03 (the hot rows are exactly those the
+//   [S] at every commit: LOG-01 (next_offset as allocated), LOG-02 (a new record holds the payload size
+//       of its key's last occurrence in the batch), LOG-03 (the hot rows are exactly those the
 //       committed appends left: nothing lost, nothing partial), LOG-04, LOG-05, LOG-06 (stored cursors
 //       as committed, never below the durable ones), LOG-10 (segments as flushed), LOG-15, LOG-16
 //       (while cold stays configured, segments cover [oldestOffset, hotOffset) without a gap), LOG-17

@@ -325,6 +325,17 @@ TEST(LogChecksMutations, OffsetAllocationAndDedup) {
   r.append(2, "k");
   r.emit({{"ev", "log.append"}, {"keys", {"k0", "k1"}}, {"offsets", {1, 0}}});  // returned out of order
   EXPECT_GT(r.violations("LOG-02"), 0u);
+
+  // A batch with a duplicate key must store the last occurrence's body; the first one is stored here.
+  Synth b;
+  b.options(false);
+  const uint64_t before = b.checked("LOG-02");
+  b.sql("INSERT INTO durability_log_records VALUES (0, 'd', '\"first\"', 7, 0)");
+  b.sql("UPDATE durability_log_seq SET next_offset = 1, total_bytes = 7");
+  b.emit({{"ev", "log.append.write"}, {"keys", {"d", "d"}}, {"offsets", {0, 0}}, {"new", 1}, {"first", 0}, {"next", 1}, {"bytes", {7, 4}}, {"at", 0}});
+  b.commit();
+  EXPECT_GT(b.checked("LOG-02"), before + 1);
+  EXPECT_EQ(b.violations("LOG-02"), 1u) << b.allExamples();
 }
 
 TEST(LogChecksMutations, LostAppendAndPartialState) {
