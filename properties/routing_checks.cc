@@ -1,7 +1,6 @@
 // RTE checks; see routing_checks.h.
 #include "properties/routing_checks.h"
 
-#include <cstdlib>
 #include <stdexcept>
 
 namespace durasim::properties {
