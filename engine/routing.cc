@@ -76,6 +76,18 @@ LoadSnapshot RoutingLoad::snapshot(int64_t pendingDeliveries) const {
 
 namespace detail {
 
+nlohmann::json loadToJson(const LoadSnapshot& load) {
+  auto direction = [](const ProcessingLoad& d) {
+    return nlohmann::json{{"inFlight", d.inFlight},
+                          {"completed", d.completed},
+                          {"averageProcessingMs", d.averageProcessingMs ? nlohmann::json(*d.averageProcessingMs) : nlohmann::json()}};
+  };
+  nlohmann::json outbound = direction(load.outbound);
+  outbound["pendingDeliveries"] = load.outbound.pendingDeliveries;
+  return nlohmann::json{{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", direction(load.inbound)},
+                        {"outbound", std::move(outbound)}};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Observations (routing.md 3.1 steps 1 and 5)
 
@@ -93,30 +105,42 @@ Observations RoutingCore::observations(int64_t now) {
   return copy;
 }
 
-void RoutingCore::record(const std::string& shard, const LoadSnapshot& load) {
+ObservationOutcome RoutingCore::record(const std::string& shard, const LoadSnapshot& load) {
+  ObservationOutcome outcome;
   auto it = entries_.find(shard);
   if (it != entries_.end()) {
-    if (load.observedAt < it->second.load.observedAt) return;  // an older reply never replaces a fresher one
+    outcome.stored = it->second.load.observedAt;
+    if (load.observedAt < it->second.load.observedAt) {  // an older reply never replaces a fresher one
+      outcome.size = entries_.size();
+      return outcome;
+    }
     byUpdate_.erase(it->second.sequence);
     it->second.load = load;
   } else {
     it = entries_.emplace(shard, Entry{load, 0}).first;
   }
+  outcome.kept = true;
   it->second.sequence = nextSequence_++;
   byUpdate_.emplace(it->second.sequence, shard);
   while (entries_.size() > kRoutingMaxObservedShards) {  // evict the least recently updated
     auto oldest = byUpdate_.begin();
+    outcome.evicted.push_back(oldest->second);
     entries_.erase(oldest->second);
     byUpdate_.erase(oldest);
   }
+  outcome.size = entries_.size();
+  return outcome;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Selection and width (routing.md 4)
 
-ShardAddress RoutingCore::select(const Observations& observed, Random& random) const {
+ShardAddress RoutingCore::select(const Observations& observed, Random& random, std::array<double, 2>* draws) const {
+  int drawn = 0;
   auto draw = [&] {
-    const auto i = static_cast<int64_t>(std::floor(random.random() * static_cast<double>(width_)));
+    const double value = random.random();
+    if (draws) (*draws)[static_cast<std::size_t>(drawn++)] = value;
+    const auto i = static_cast<int64_t>(std::floor(value * static_cast<double>(width_)));
     return kRoutingShardPrefix + std::to_string(std::clamp<int64_t>(i, 0, width_ - 1));
   };
   const std::string a = draw();

@@ -1,6 +1,7 @@
 // Routing (routing.md): the result envelope and load snapshot (1), the object-side load observer
 // RoutingLoad (2), and the caller-side RoutingClient (3) with its default power-of-two-choices
-// selection and adaptive width (4). All state here is in memory and advisory.
+// selection and adaptive width (4). All state here is in memory and advisory. An optional probe traces
+// each push as `rte.*` events (docs/log-trace-events.md) for the RTE checks.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -147,9 +149,24 @@ struct RoutingClientOptions {
   // either is empty.
   std::function<std::shared_ptr<AsyncEvent>()> makeEvent;
   std::function<void(Task<void>)> background;
+  // Optional instrumentation: receives the client's `rte.*` events (docs/log-trace-events.md) with
+  // their fields; the host typically forwards them to its trace, adding a `client` field that names
+  // this client. Never called when empty.
+  std::function<void(std::string_view event, nlohmann::json fields)> probe;
 };
 
 namespace detail {
+
+// What recording one reply's load did (routing.md 3.1 step 5), for the `rte.observe` event.
+struct ObservationOutcome {
+  bool kept = false;
+  std::optional<int64_t> stored;      // the observedAt held before, if any
+  std::vector<std::string> evicted;   // shards evicted by the cap
+  std::size_t size = 0;               // entries after
+};
+
+// The JSON form of a load snapshot in `rte.*` events (averages absent as null).
+nlohmann::json loadToJson(const LoadSnapshot& load);
 
 // The state views share: observations (LRU by update, capped, windowed) and the width (routing.md 4).
 class RoutingCore {
@@ -157,9 +174,9 @@ class RoutingCore {
   // Drops every entry with now - observedAt >= 60000, then returns a copy (routing.md 3.1 step 1).
   Observations observations(int64_t now);
   // routing.md 3.1 step 5: kept only if new or observedAt >= stored; then most recent; LRU cap.
-  void record(const std::string& shard, const LoadSnapshot& load);
-  // routing.md 4 select / resize.
-  ShardAddress select(const Observations& observed, Random& random) const;
+  ObservationOutcome record(const std::string& shard, const LoadSnapshot& load);
+  // routing.md 4 select / resize. `draws`, when given, receives the two random values drawn.
+  ShardAddress select(const Observations& observed, Random& random, std::array<double, 2>* draws = nullptr) const;
   void resize(const LoadSnapshot& load, int64_t now, int64_t softBacklogLimit);
   int64_t width() const { return width_; }
   std::optional<int64_t> lastResizeAt() const { return lastResizeAt_; }
@@ -240,62 +257,172 @@ class RoutingClient {
     Random* random;
     Options options;
     detail::RoutingCore core;
+    int64_t pushes = 0;  // push ids for the `rte.*` events, 1-based
   };
-  // One raced invoke: the background runner fills result or error, then sets done.
+  // One raced invoke: the background runner fills result or error, then sets done. `abandoned` is
+  // set when the push timed out, so the runner knows its outcome is late and discarded.
   struct TimedCall {
     std::shared_ptr<AsyncEvent> done;
     std::optional<int64_t> startedAt;
     std::optional<Result> result;
     std::exception_ptr error;
+    bool abandoned = false;
   };
+
+  static void emit(const Shared& shared, std::string_view event, nlohmann::json fields) {
+    if (!shared.options.probe) return;
+    fields["now"] = shared.clock->now();
+    shared.options.probe(event, std::move(fields));
+  }
+  static bool probing(const Shared& shared) { return static_cast<bool>(shared.options.probe); }
+
+  static void emitBegin(const Shared& shared, int64_t push, const Observations& observed, std::optional<int64_t> timeoutMs) {
+    if (!probing(shared)) return;
+    nlohmann::json loads = nlohmann::json::object();
+    for (const auto& [shard, load] : observed) loads[shard] = detail::loadToJson(load);
+    const std::optional<int64_t> last = shared.core.lastResizeAt();
+    emit(shared, "rte.push.begin",
+         {{"push", push},
+          {"width", shared.core.width()},
+          {"lastResizeAt", last ? nlohmann::json(*last) : nlohmann::json()},
+          {"custom", static_cast<bool>(shared.options.sharding)},
+          {"timeoutMs", timeoutMs ? nlohmann::json(*timeoutMs) : nlohmann::json()},
+          {"softBacklogLimit", shared.options.softBacklogLimit},
+          {"observed", std::move(loads)}});
+  }
+
+  // routing.md 3.1 steps 2 and 3: the target, or an exception (after `rte.push.refused`).
+  static ShardAddress target(Shared& shared, int64_t push, const std::vector<nlohmann::json>& bound, const Input& input,
+                             const std::optional<nlohmann::json>& context, const Observations& observed) {
+    try {
+      std::optional<nlohmann::json> merged = detail::mergeRoutingContext(std::nullopt, context);
+      for (auto it = bound.rbegin(); it != bound.rend(); ++it) merged = detail::mergeRoutingContext(*it, merged);
+      std::array<double, 2> draws{};
+      const bool custom = static_cast<bool>(shared.options.sharding);
+      ShardAddress address = custom ? shared.options.sharding(input, merged, observed)
+                                    : shared.core.select(observed, *shared.random, &draws);
+      if (probing(shared))
+        emit(shared, "rte.select",
+             {{"push", push},
+              {"shard", address.shard},
+              {"hint", address.locationHint ? nlohmann::json(*address.locationHint) : nlohmann::json()},
+              {"draws", custom ? nlohmann::json() : nlohmann::json::array({draws[0], draws[1]})}});
+      if (address.shard.empty()) throw RoutingError();
+      return address;
+    } catch (const std::exception& e) {
+      if (probing(shared)) emit(shared, "rte.push.refused", {{"push", push}, {"message", e.what()}});
+      throw;
+    } catch (...) {
+      if (probing(shared)) emit(shared, "rte.push.refused", {{"push", push}, {"message", "non-standard exception"}});
+      throw;
+    }
+  }
+
+  static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late) {
+    if (!probing(shared)) return;
+    emit(shared, "rte.reply",
+         {{"push", push},
+          {"shard", shard},
+          {"success", response.success},
+          {"value", response.value.has_value()},
+          {"error", response.error.has_value()},
+          {"load", detail::loadToJson(response.load)},
+          {"late", late}});
+  }
+
+  // routing.md 3.1 steps 5 and 6, traced.
+  static void observe(Shared& shared, int64_t push, const std::string& shard, const LoadSnapshot& load) {
+    const detail::ObservationOutcome outcome = shared.core.record(shard, load);
+    if (probing(shared))
+      emit(shared, "rte.observe",
+           {{"push", push},
+            {"shard", shard},
+            {"observedAt", load.observedAt},
+            {"stored", outcome.stored ? nlohmann::json(*outcome.stored) : nlohmann::json()},
+            {"kept", outcome.kept},
+            {"evicted", outcome.evicted},
+            {"size", outcome.size}});
+    if (shared.options.sharding) return;
+    const int64_t widthBefore = shared.core.width();
+    const std::optional<int64_t> lastBefore = shared.core.lastResizeAt();
+    shared.core.resize(load, shared.clock->now(), shared.options.softBacklogLimit);
+    if (!probing(shared)) return;
+    const std::optional<int64_t> lastAfter = shared.core.lastResizeAt();
+    emit(shared, "rte.resize",
+         {{"push", push},
+          {"load", detail::loadToJson(load)},
+          {"softBacklogLimit", shared.options.softBacklogLimit},
+          {"before", widthBefore},
+          {"after", shared.core.width()},
+          {"lastResizeBefore", lastBefore ? nlohmann::json(*lastBefore) : nlohmann::json()},
+          {"lastResizeAfter", lastAfter ? nlohmann::json(*lastAfter) : nlohmann::json()}});
+  }
 
   static Task<Result> pushImpl(std::shared_ptr<Shared> shared, std::vector<nlohmann::json> bound,
                                std::optional<int64_t> timeoutMs, Input input, std::optional<nlohmann::json> context) {
+    const int64_t push = ++shared->pushes;
     Observations observed = shared->core.observations(shared->clock->now());
-    std::optional<nlohmann::json> merged = detail::mergeRoutingContext(std::nullopt, context);
-    for (auto it = bound.rbegin(); it != bound.rend(); ++it) merged = detail::mergeRoutingContext(*it, merged);
-    ShardAddress address = shared->options.sharding ? shared->options.sharding(input, merged, observed)
-                                                    : shared->core.select(observed, *shared->random);
-    if (address.shard.empty()) throw RoutingError();
+    emitBegin(*shared, push, observed, timeoutMs);
+    const ShardAddress address = target(*shared, push, bound, input, context, observed);
 
     std::optional<Result> response;
-    if (timeoutMs) {
-      const int64_t ms = *timeoutMs;
-      response.emplace(co_await invokeWithTimeout(shared, address, input, ms));
-    } else {
-      Task<Result> call = shared->options.invoke(address, input);
-      response.emplace(co_await call);
+    try {
+      if (timeoutMs) {
+        const int64_t ms = *timeoutMs;
+        response.emplace(co_await invokeWithTimeout(shared, push, address, input, ms));
+      } else {
+        if (probing(*shared)) emit(*shared, "rte.invoke.start", {{"push", push}, {"shard", address.shard}});
+        Task<Result> call = shared->options.invoke(address, input);
+        response.emplace(co_await call);
+      }
+    } catch (const RoutingTimeoutError& e) {
+      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "timeout"}, {"message", e.what()}});
+      throw;
+    } catch (const std::exception& e) {
+      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "threw"}, {"message", e.what()}});
+      throw;
+    } catch (...) {
+      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "threw"}, {"message", "non-standard exception"}});
+      throw;
     }
-    shared->core.record(address.shard, response->load);
-    if (!shared->options.sharding)
-      shared->core.resize(response->load, shared->clock->now(), shared->options.softBacklogLimit);
+    emitReply(*shared, push, address.shard, *response, false);
+    observe(*shared, push, address.shard, response->load);
+    if (probing(*shared)) emit(*shared, "rte.push.return", {{"push", push}, {"success", response->success}});
     co_return std::move(*response);
   }
 
-  static Task<void> runInvoke(std::shared_ptr<Shared> shared, ShardAddress address, Input input,
+  static Task<void> runInvoke(std::shared_ptr<Shared> shared, int64_t push, ShardAddress address, Input input,
                               std::shared_ptr<TimedCall> call) {
     call->startedAt = shared->clock->now();
+    if (probing(*shared)) emit(*shared, "rte.invoke.start", {{"push", push}, {"shard", address.shard}});
     try {
       Task<Result> invoked = shared->options.invoke(address, input);
       call->result.emplace(co_await invoked);
     } catch (...) {
       call->error = std::current_exception();
     }
+    if (call->abandoned && probing(*shared)) {
+      if (call->result) emitReply(*shared, push, address.shard, *call->result, true);
+      else emit(*shared, "rte.late.failure", {{"push", push}});
+    }
     call->done->set();
   }
 
   // Throws RoutingTimeoutError(ms) once `ms` have passed since invoke started without a reply; the
   // invoke keeps running in the background and its late reply is discarded.
-  static Task<Result> invokeWithTimeout(const std::shared_ptr<Shared>& shared, const ShardAddress& address,
+  static Task<Result> invokeWithTimeout(const std::shared_ptr<Shared>& shared, int64_t push, const ShardAddress& address,
                                         const Input& input, int64_t timeoutMs) {
     auto call = std::make_shared<TimedCall>();
     call->done = shared->options.makeEvent();
-    shared->options.background(runInvoke(shared, address, input, call));
+    shared->options.background(runInvoke(shared, push, address, input, call));
     int64_t waitMs = timeoutMs;
     while (!co_await call->done->wait(waitMs)) {
       // The runner may start later than this wait: the deadline counts from invoke's start.
       const int64_t elapsed = call->startedAt ? shared->clock->now() - *call->startedAt : 0;
-      if (call->startedAt && elapsed >= timeoutMs) throw RoutingTimeoutError(timeoutMs);
+      if (call->startedAt && elapsed >= timeoutMs) {
+        call->abandoned = true;
+        throw RoutingTimeoutError(timeoutMs);
+      }
       waitMs = timeoutMs - elapsed;
     }
     if (call->error) std::rethrow_exception(call->error);

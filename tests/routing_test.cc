@@ -16,6 +16,7 @@
 #include "engine/routing.h"
 #include "engine/runtime.h"
 #include "engine/task.h"
+#include "properties/routing_checks.h"
 
 namespace durasim {
 namespace {
@@ -788,6 +789,162 @@ TEST(RoutingTimeout, ReplyOrFailureWithinDeadlinePassesThrough) {
     EXPECT_STREQ(e.what(), "reset");
   }
   EXPECT_TRUE(failing.observations().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The probe: the `rte.*` events of docs/log-trace-events.md, and the RTE checks over them
+
+struct Trace {
+  std::vector<nlohmann::json> events;
+  std::function<void(std::string_view, nlohmann::json)> probe() {
+    return [this](std::string_view event, nlohmann::json fields) {
+      fields["ev"] = std::string(event);
+      events.push_back(std::move(fields));
+    };
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const nlohmann::json& e : events) out.push_back(e.at("ev").get<std::string>());
+    return out;
+  }
+  const nlohmann::json& first(const std::string& name) const {
+    for (const nlohmann::json& e : events)
+      if (e.at("ev") == name) return e;
+    throw std::logic_error("no event " + name);
+  }
+  uint64_t violations() const {
+    properties::RoutingChecks checks;
+    for (const nlohmann::json& e : events) checks.record(e);
+    checks.finish();
+    return checks.tallies().violations();
+  }
+};
+
+using Names = std::vector<std::string>;
+
+TEST(RoutingProbe, AcceptedPushTracesSelectionInvokeReplyObservationAndResize) {
+  Host host;
+  host.clock.set(5000);
+  Recorder rec(host);
+  Trace trace;
+  Options o = rec.options();
+  o.probe = trace.probe();
+  o.softBacklogLimit = 10;
+  Client client(host.clock, host.random, o);
+  rec.pending = 11;
+  host.random.script = {0.5, 0.25};
+  pushNow(host, client, 1);
+  EXPECT_EQ(trace.names(), (Names{"rte.push.begin", "rte.select", "rte.invoke.start", "rte.reply", "rte.observe", "rte.resize",
+                                  "rte.push.return"}));
+  for (const nlohmann::json& e : trace.events) {
+    EXPECT_EQ(e.at("push"), 1);
+    EXPECT_EQ(e.at("now"), 5000);
+  }
+  const nlohmann::json& begin = trace.first("rte.push.begin");
+  EXPECT_EQ(begin.at("width"), 1);
+  EXPECT_TRUE(begin.at("lastResizeAt").is_null());
+  EXPECT_EQ(begin.at("custom"), false);
+  EXPECT_TRUE(begin.at("observed").empty());
+  EXPECT_EQ(trace.first("rte.select").at("draws"), nlohmann::json::array({0.5, 0.25}));
+  EXPECT_EQ(trace.first("rte.select").at("shard"), "shard-0");
+  const nlohmann::json& reply = trace.first("rte.reply");
+  EXPECT_EQ(reply.at("success"), true);
+  EXPECT_EQ(reply.at("value"), true);
+  EXPECT_EQ(reply.at("error"), false);
+  EXPECT_EQ(reply.at("late"), false);
+  EXPECT_EQ(reply.at("load").at("outbound").at("pendingDeliveries"), 11);
+  EXPECT_TRUE(reply.at("load").at("inbound").at("averageProcessingMs").is_null());
+  const nlohmann::json& observe = trace.first("rte.observe");
+  EXPECT_EQ(observe.at("kept"), true);
+  EXPECT_TRUE(observe.at("stored").is_null());
+  EXPECT_EQ(observe.at("size"), 1);
+  const nlohmann::json& resize = trace.first("rte.resize");
+  EXPECT_EQ(resize.at("before"), 1);
+  EXPECT_EQ(resize.at("after"), 2);
+  EXPECT_EQ(resize.at("lastResizeAfter"), 5000);
+
+  // A second, older load is refused; its observe event says so.
+  rec.nextLoad = loadAt(4000, 0);
+  host.random.script = {0.0, 0.0};
+  pushNow(host, client, 2);
+  const nlohmann::json& refused = trace.events[trace.events.size() - 3];
+  ASSERT_EQ(refused.at("ev"), "rte.observe");
+  EXPECT_EQ(refused.at("kept"), false);
+  EXPECT_EQ(refused.at("stored"), 5000);
+  EXPECT_EQ(refused.at("push"), 2);
+  EXPECT_EQ(trace.violations(), 0u);
+}
+
+TEST(RoutingProbe, RefusedFailedAndTimedOutPushesRecordNothing) {
+  Host host;
+  Recorder rec(host);
+  Trace trace;
+  Options empty = rec.options();
+  empty.probe = trace.probe();
+  empty.sharding = [](const int&, const std::optional<nlohmann::json>&, const Observations&) { return ShardAddress{}; };
+  Client refusing(host.clock, host.random, empty);
+  Task<Result> refused = refusing.push(1);
+  host.runUntilDone(refused);
+  EXPECT_EQ(trace.names(), (Names{"rte.push.begin", "rte.select", "rte.push.refused"}));
+  EXPECT_EQ(trace.first("rte.select").at("shard"), "");
+  EXPECT_TRUE(trace.first("rte.select").at("draws").is_null());
+
+  Trace failures;
+  Options failing = rec.options();
+  failing.probe = failures.probe();
+  failing.invoke = [](const ShardAddress&, const int&) { return failNow("reset"); };
+  Client thrower(host.clock, host.random, failing);
+  Task<Result> threw = thrower.push(1);
+  host.runUntilDone(threw);
+  EXPECT_EQ(failures.names(), (Names{"rte.push.begin", "rte.select", "rte.invoke.start", "rte.push.failed"}));
+  EXPECT_EQ(failures.first("rte.push.failed").at("outcome"), "threw");
+  EXPECT_EQ(failures.first("rte.push.failed").at("message"), "reset");
+
+  Trace timeouts;
+  Hanging hang(host, 500);
+  Options hanging = hang.options(rec);
+  hanging.probe = timeouts.probe();
+  Client timed = Client(host.clock, host.random, hanging).withTimeout(100);
+  Task<Result> late = timed.push(1);
+  host.runUntilDone(late);
+  host.drain();
+  EXPECT_EQ(timeouts.names(), (Names{"rte.push.begin", "rte.select", "rte.invoke.start", "rte.push.failed", "rte.reply"}));
+  EXPECT_EQ(timeouts.first("rte.push.failed").at("outcome"), "timeout");
+  EXPECT_GE(timeouts.first("rte.push.failed").at("now").get<int64_t>() - timeouts.first("rte.invoke.start").at("now").get<int64_t>(), 100);
+  EXPECT_EQ(timeouts.first("rte.reply").at("late"), true);
+  EXPECT_EQ(trace.violations() + failures.violations() + timeouts.violations(), 0u);
+}
+
+TEST(RoutingProbe, ManyPushesWithGrowthShrinkAndRejectionsPassTheChecks) {
+  Host host;
+  Recorder rec(host);
+  Trace trace;
+  Options o = rec.options();
+  o.probe = trace.probe();
+  o.softBacklogLimit = 8;
+  Client client(host.clock, host.random, o);
+  for (int i = 0; i < 400; ++i) {
+    host.random.script = {((i * 37) % 100) / 100.0, ((i * 61) % 100) / 100.0};
+    rec.pending = i < 150 ? 9 + i % 5 : i % 2;
+    rec.reject = i % 7 == 0;
+    pushNow(host, client, i);
+    host.clock.advance(i < 150 ? 300 : 2000);
+  }
+  EXPECT_GT(client.width(), 0);
+  properties::RoutingChecks checks;
+  for (const nlohmann::json& e : trace.events) checks.record(e);
+  checks.finish();
+  EXPECT_EQ(checks.tallies().violations(), 0u);
+  for (const char* id : {"RTE-01", "RTE-02", "RTE-04", "RTE-05", "RTE-06", "RTE-07", "RTE-08", "RTE-09"})
+    EXPECT_GT(checks.tallies().by_id().at(id).checked, 0u) << id;
+  int grew = 0, shrank = 0;
+  for (const nlohmann::json& e : trace.events)
+    if (e.at("ev") == "rte.resize") {
+      grew += e.at("after").get<int64_t>() > e.at("before").get<int64_t>();
+      shrank += e.at("after").get<int64_t>() < e.at("before").get<int64_t>();
+    }
+  EXPECT_GT(grew, 1);
+  EXPECT_GT(shrank, 0);
 }
 
 }  // namespace

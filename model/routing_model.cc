@@ -1,0 +1,80 @@
+// Routing selection and width dynamics; see routing_model.h.
+#include "model/routing_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace durasim::model {
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& object, const char* name) {
+  if (!object.is_object() || !object.contains(name)) throw std::invalid_argument(std::string("load snapshot lacks ") + name);
+  return object.at(name);
+}
+
+std::optional<double> optionalAverage(const nlohmann::json& direction) {
+  const nlohmann::json& average = field(direction, "averageProcessingMs");
+  return average.is_null() ? std::nullopt : std::optional<double>(average.get<double>());
+}
+
+}  // namespace
+
+ShardLoad shardLoadFromJson(const nlohmann::json& load) {
+  const nlohmann::json& inbound = field(load, "inbound");
+  const nlohmann::json& outbound = field(load, "outbound");
+  ShardLoad out;
+  out.observedAt = field(load, "observedAt").get<int64_t>();
+  out.pendingDeliveries = field(outbound, "pendingDeliveries").get<int64_t>();
+  out.inboundInFlight = field(inbound, "inFlight").get<int64_t>();
+  out.inboundAverageMs = optionalAverage(inbound);
+  out.outboundInFlight = field(outbound, "inFlight").get<int64_t>();
+  out.outboundAverageMs = optionalAverage(outbound);
+  return out;
+}
+
+std::string candidateShard(double draw, int64_t width) {
+  const auto i = static_cast<int64_t>(std::floor(draw * static_cast<double>(width)));
+  return "shard-" + std::to_string(std::clamp<int64_t>(i, 0, width - 1));
+}
+
+double shardPressure(const ShardLoad& load) {
+  return static_cast<double>(load.inboundInFlight) * load.inboundAverageMs.value_or(0) +
+         static_cast<double>(load.outboundInFlight) * load.outboundAverageMs.value_or(0);
+}
+
+std::string selectShard(const std::map<std::string, ShardLoad>& observed, int64_t width, double drawA, double drawB) {
+  const std::string a = candidateShard(drawA, width);
+  const std::string b = candidateShard(drawB, width);
+  const auto loadA = observed.find(a);
+  if (loadA == observed.end()) return a;
+  const auto loadB = observed.find(b);
+  if (loadB == observed.end()) return b;
+  if (loadA->second.pendingDeliveries != loadB->second.pendingDeliveries)
+    return loadA->second.pendingDeliveries < loadB->second.pendingDeliveries ? a : b;
+  return shardPressure(loadA->second) <= shardPressure(loadB->second) ? a : b;
+}
+
+WidthState resizeWidth(const WidthState& state, const ShardLoad& load, int64_t now, int64_t softBacklogLimit) {
+  const bool stale = now - load.observedAt >= kRoutingModelWindowMs || (state.lastResizeAt && load.observedAt < *state.lastResizeAt);
+  if (stale) return state;
+  const auto since = [&](int64_t interval) { return !state.lastResizeAt || now - *state.lastResizeAt >= interval; };
+  WidthState next = state;
+  if (load.pendingDeliveries > softBacklogLimit) {
+    if (since(kRoutingModelGrowIntervalMs)) {
+      next.width += 1;
+      next.lastResizeAt = now;
+    }
+    return next;
+  }
+  const bool idle = load.inboundInFlight == 0 && load.outboundInFlight == 0;
+  if (state.width > 1 && since(kRoutingModelShrinkIntervalMs) && kRoutingModelShrinkFactor * load.pendingDeliveries < softBacklogLimit &&
+      idle) {
+    next.width -= 1;
+    next.lastResizeAt = now;
+  }
+  return next;
+}
+
+}  // namespace durasim::model

@@ -1,0 +1,643 @@
+// LOG checks; see log_checks.h.
+#include "properties/log_checks.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace durasim::properties {
+
+namespace {
+using nlohmann::json;
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
+std::optional<int64_t> optInt(const json& v) { return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>()); }
+int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
+std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
+std::vector<int64_t> ints(const json& e, const char* field) { return e.at(field).get<std::vector<int64_t>>(); }
+std::vector<std::string> strings(const json& e, const char* field) { return e.at(field).get<std::vector<std::string>>(); }
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// log.md 3 step 1: the definite rejections of append.
+bool definiteRejection(const std::string& message) {
+  return message == "Append requires at least one record" || message.rfind("Append accepts at most ", 0) == 0 ||
+         message == "Deduplication key must be a non-empty string" || message == "Record body is not serializable JSON";
+}
+
+// Events emitted inside a storage transaction: the `.write` ones (but `log.cold.write`, which
+// announces the call to the cold store) and the trim transaction's three.
+bool isWrite(const std::string& ev) {
+  if (ev.rfind("log.", 0) != 0 || ev == "log.cold.write") return false;
+  return (ev.size() > 6 && ev.compare(ev.size() - 6, 6, ".write") == 0) || ev == "log.trim.delete" || ev == "log.trim.intent" ||
+         ev == "log.trim.flush";
+}
+
+}  // namespace
+
+LogChecks::LogChecks(StoreReader reader, std::string className) : reader_(std::move(reader)), className_(std::move(className)) {
+  for (int i = 1; i <= 18; ++i) tallies_.declare(std::string("LOG-") + (i < 10 ? "0" : "") + std::to_string(i));
+}
+
+bool LogChecks::mine(const json& event) const {
+  auto it = event.find("object");
+  if (it == event.end() || !it->is_string()) return false;
+  const std::string& object = it->get_ref<const std::string&>();
+  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
+         object[className_.size()] == '/';
+}
+
+void LogChecks::record(const json& e) {
+  const auto ev = e.find("ev");
+  if (ev == e.end() || !ev->is_string()) return;
+  const std::string name = ev->get<std::string>();
+  try {
+    if (name == "fault") return onFault(e);
+    if (name == "cold.call") return onColdCall(e);
+    if (name.rfind("app.", 0) == 0) return onApp(name, e);
+    if (!mine(e)) return;
+    // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
+    if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
+    if (e.contains("incarnation")) dispatch(name, e);
+  } catch (const json::exception& error) {
+    throw std::invalid_argument("malformed " + name + " event " + e.dump() + ": " + error.what());
+  }
+}
+
+void LogChecks::onFault(const json& e) {
+  const std::string fault = text(e, "fault");
+  if (fault == "cold.vanish") {
+    const std::string site = text(e, "object");  // "bucket/key"
+    const std::size_t slash = site.find('/');
+    vanished_.insert(slash == std::string::npos ? site : site.substr(slash + 1));
+  }
+  if (fault == "cold.lifecycle_lag") pendingLag_ = e.at("details").at("lag").get<int64_t>();
+}
+
+// The put that drew a lifecycle lag is reported right after the draw: its object may be removed
+// from put time + lag on (the rule's days only delay it further).
+void LogChecks::onColdCall(const json& e) {
+  const std::optional<int64_t> lag = pendingLag_;
+  pendingLag_.reset();
+  if (!lag || text(e, "op") != "put" || !e.value("applied", false)) return;
+  expirableFrom_[text(e, "key")] = num(e, "t") + *lag;
+}
+
+bool LogChecks::coldLossPossible(const std::string& locator, int64_t now) const {
+  if (vanished_.count(locator)) return true;
+  const auto expirable = expirableFrom_.find(locator);
+  return expirable != expirableFrom_.end() && now >= expirable->second;
+}
+
+void LogChecks::dispatch(const std::string& ev, const json& e) {
+  const std::string object = text(e, "object");
+  ObjectState& s = objects_[object];
+  const int64_t incarnation = num(e, "incarnation");
+  if (ev == "incarnation.start") {
+    s.incarnation = incarnation;
+    s.appendWrites.clear();
+    resetOpen(s);
+    return;
+  }
+  if (ev == "durability") return onDurability(s, e);
+  if (ev == "confirm") return onConfirm(s, e);
+  if (incarnation != s.incarnation && s.incarnation != 0) return;  // a zombie: its storage is gone
+  if (s.incarnation == 0) s.incarnation = incarnation;
+  if (ev == "commit") return onCommit(s, object, e);
+  if (ev == "commit.noop") {
+    s.local = s.staged;
+    s.pending.clear();
+    s.schedulerTouched = false;
+    return;
+  }
+  if (ev == "commit.failed" || ev == "incarnation.end") {
+    if (ev == "incarnation.end") s.alarmKnown = false;
+    return resetOpen(s);
+  }
+  if (ev.rfind("sch.", 0) == 0 || ev.rfind("alm.", 0) == 0) {
+    s.schedulerTouched = true;
+    return;
+  }
+  if (isWrite(ev)) return onWrite(s, object, ev, e);
+  if (ev == "log.options") return onOptions(s, e);
+  if (ev == "log.append") return onAppend(s, object, e);
+  if (ev == "log.append.rejected") return onRejected(s, object, e);
+  if (ev == "log.read") return onRead(s, object, e);
+  if (ev == "log.read.truncated") return onReadTruncated(s, object, e);
+  if (ev == "log.load") return onLoad(object, e);
+  if (ev == "log.trim.begin") {
+    s.trimBegunAt = num(e, "now");
+    s.appendedDuringTrim = false;
+    return;
+  }
+  if (ev == "log.trim.end") return onTrimEnd(s, object, e);
+  if (ev == "log.cold.write") return onColdWrite(s, object, e);
+  if (ev == "log.cold.failed") return onColdFailed(object, e);
+  if (ev == "log.lease") return observeRecords(s, object, e, true);
+}
+
+void LogChecks::resetOpen(ObjectState& s) {
+  s.staged = s.local;
+  s.pending.clear();
+  s.schedulerTouched = false;
+}
+
+void LogChecks::onOptions(ObjectState& s, const json& e) {
+  Options o;
+  o.maxBatchSize = num(e, "maxBatchSize");
+  const json& retention = e.at("retention");
+  o.retention = !retention.is_null();
+  if (o.retention) {
+    o.maxAgeMs = optInt(retention.at("maxAgeMs"));
+    o.maxRecords = optInt(retention.at("maxRecords"));
+    o.maxBytes = optInt(retention.at("maxBytes"));
+  }
+  o.cold = e.at("cold").get<bool>();
+  s.coldAlways = s.coldAlways && o.cold;
+  s.options = o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes, commits and durability
+
+void LogChecks::apply(View& v, const json& w) {
+  const std::string ev = w.at("ev").get<std::string>();
+  if (ev == "log.append.write") {
+    const std::vector<std::string> keys = strings(w, "keys");
+    const std::vector<int64_t> offsets = ints(w, "offsets");
+    const int64_t first = num(w, "first");
+    for (std::size_t i = 0; i < keys.size() && i < offsets.size(); ++i)
+      if (offsets[i] >= first && !v.records.count(offsets[i])) {
+        v.records[offsets[i]] = Record{keys[i], std::nullopt};
+        v.keys[keys[i]] = offsets[i];
+      }
+    v.next = std::max(v.next, num(w, "next"));
+  } else if (ev == "log.commit.write") {
+    if (w.at("moved").get<bool>()) v.cursors[text(w, "consumer")] = num(w, "offset");
+  } else if (ev == "log.advance.write") {
+    if (const std::optional<int64_t> to = optInt(w.at("to"))) {
+      int64_t& cursor = v.cursors[text(w, "consumer")];
+      cursor = std::max(cursor, *to);
+    }
+  } else if (ev == "log.trim.delete" || ev == "log.trim.flush") {
+    const int64_t last = num(w, "last");
+    for (int64_t o = v.hotFrom; o <= last && o < v.next; ++o)
+      if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second.key);
+    v.hotFrom = std::max(v.hotFrom, last + 1);
+    if (ev == "log.trim.flush") {
+      v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
+      v.flush.reset();
+    }
+  } else if (ev == "log.trim.intent") {
+    v.flush = std::make_pair(num(w, "first"), num(w, "last"));
+  } else if (ev == "log.forget.write") {
+    const int64_t offset = num(w, "offset");
+    for (auto it = v.segments.begin(); it != v.segments.end();) it = it->second.last < offset ? v.segments.erase(it) : std::next(it);
+  }
+}
+
+void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::string& ev, const json& e) {
+  if (ev == "log.append.write") {
+    checkAppendWrite(object, s.staged, e);
+    s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
+    if (s.trimBegunAt) s.appendedDuringTrim = true;
+  } else if (ev == "log.commit.write") {
+    const std::string consumer = text(e, "consumer");
+    const auto it = s.staged.cursors.find(consumer);
+    const bool forward = it == s.staged.cursors.end() || num(e, "offset") > it->second;
+    tallies_.check("LOG-06", e.at("moved").get<bool>() == forward, [&] {
+      return object + " commit(" + consumer + ", " + str(num(e, "offset")) + ") moved=" + e.at("moved").dump() + " over cursor " +
+             (it == s.staged.cursors.end() ? std::string("none") : str(it->second));
+    });
+  } else if (ev == "log.forget.write") {
+    const int64_t offset = num(e, "offset");
+    const auto below = std::count_if(s.staged.segments.begin(), s.staged.segments.end(), [&](const auto& seg) { return seg.second.last < offset; });
+    tallies_.check("LOG-15", num(e, "forgotten") == below, [&] {
+      return object + " forgetColdBefore(" + str(offset) + ") removed " + str(num(e, "forgotten")) + " segments, " + str(below) + " lie below";
+    });
+  } else if (ev == "log.trim.delete" || ev == "log.trim.intent" || ev == "log.trim.flush") {
+    checkTrimWrite(object, s, ev, e);
+  }
+  json write = e;
+  write["ev"] = ev;
+  apply(s.staged, write);
+  s.pending.push_back(std::move(write));
+}
+
+// LOG-01 and LOG-02 against the offsets and hot keys the transaction started from.
+void LogChecks::checkAppendWrite(const std::string& object, const View& staged, const json& e) {
+  const std::vector<std::string> keys = strings(e, "keys");
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  const int64_t first = num(e, "first"), next = num(e, "next"), fresh = num(e, "new");
+  tallies_.check("LOG-01", first == staged.next && next == first + fresh && fresh >= 0, [&] {
+    return object + " append allocated [" + str(first) + ", " + str(next) + ") for " + str(fresh) + " new keys; next_offset was " + str(staged.next);
+  });
+  std::map<std::string, int64_t> assigned;
+  int64_t expectedNext = first;
+  bool ok = keys.size() == offsets.size();
+  for (std::size_t i = 0; ok && i < keys.size(); ++i) {
+    int64_t expected;
+    if (auto a = assigned.find(keys[i]); a != assigned.end()) expected = a->second;
+    else if (auto hot = staged.keys.find(keys[i]); hot != staged.keys.end()) expected = hot->second;
+    else expected = expectedNext++;
+    assigned[keys[i]] = expected;
+    ok = offsets[i] == expected;
+  }
+  tallies_.check("LOG-02", ok && expectedNext - first == fresh, [&] {
+    return object + " append of keys " + e.at("keys").dump() + " got offsets " + e.at("offsets").dump() + " (first " + str(first) +
+           "); dedup against the hot keys gives " + str(expectedNext - first) + " new records";
+  });
+}
+
+// LOG-10 and LOG-11 on the trim transaction's writes.
+void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const json& e) {
+  const int64_t first = num(e, "first"), last = num(e, "last");
+  const View& v = s.staged;
+  if (ev == "log.trim.intent") {
+    tallies_.check("LOG-11", !v.flush && first == v.hotFrom && first <= last && last < v.next, [&] {
+      return object + " recorded flush intent [" + str(first) + ", " + str(last) + "] over hot [" + str(v.hotFrom) + ", " + str(v.next) + ")" +
+             (v.flush ? " while another intent was open" : "");
+    });
+    return;
+  }
+  const bool cold = s.options && s.options->cold;
+  const bool prefix = first == v.hotFrom && first <= last && last < v.next && num(e, "deleted") == last - first + 1;
+  if (ev == "log.trim.delete") {
+    tallies_.check("LOG-10", prefix && !cold, [&] {
+      return object + " deleted hot [" + str(first) + ", " + str(last) + "] (" + str(num(e, "deleted")) + " rows) over hot [" + str(v.hotFrom) +
+             ", " + str(v.next) + ")" + (cold ? " without flushing to the configured cold store" : "");
+    });
+  } else {
+    tallies_.check("LOG-10", prefix && v.flush == std::make_pair(first, last), [&] {
+      return object + " flushed [" + str(first) + ", " + str(last) + "] deleting " + str(num(e, "deleted")) + " rows over hot [" + str(v.hotFrom) +
+             ", " + str(v.next) + "), flush intent " + (v.flush ? "[" + str(v.flush->first) + ", " + str(v.flush->second) + "]" : std::string("none"));
+    });
+  }
+}
+
+void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& e) {
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  std::vector<json> writes = std::move(s.pending);
+  const bool logOnly = !writes.empty() && !s.schedulerTouched;
+  s.local = s.staged;
+  s.pending.clear();
+  s.schedulerTouched = false;
+  for (const json& w : writes)
+    if (w.at("ev") == "log.trim.intent") s.flushSettled = false;
+  // LOG-17: log writes alone never move the physical alarm.
+  const json& alarm = e.at("alarm");
+  if (logOnly && s.alarmKnown)
+    tallies_.check("LOG-17", alarm == *s.lastAlarm, [&] { return object + " log commit moved the alarm from " + s.lastAlarm->dump() + " to " + alarm.dump(); });
+  s.lastAlarm = alarm;
+  s.alarmKnown = true;
+  s.unconfirmed.push_back(Group{commit, writes});
+  if (hasLogTables(object)) checkState(s, object, writes);
+}
+
+void LogChecks::onConfirm(ObjectState& s, const json& e) {
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  while (!s.unconfirmed.empty() && s.unconfirmed.front().commit <= commit) {
+    for (const json& w : s.unconfirmed.front().writes) apply(s.durable, w);
+    s.unconfirmed.erase(s.unconfirmed.begin());
+  }
+}
+
+// The incarnation ended with unconfirmed commits: a prefix of `kept` of them survives.
+void LogChecks::onDurability(ObjectState& s, const json& e) {
+  const auto kept = static_cast<std::size_t>(num(e, "kept"));
+  for (std::size_t i = 0; i < kept && i < s.unconfirmed.size(); ++i)
+    for (const json& w : s.unconfirmed[i].writes) apply(s.durable, w);
+  if (kept < s.unconfirmed.size()) s.flushSettled = false;
+  s.unconfirmed.clear();
+  // Known bodies survive when their offset's record did.
+  for (auto& [offset, record] : s.durable.records)
+    if (auto it = s.local.records.find(offset); it != s.local.records.end() && it->second.key == record.key && !record.body)
+      record.body = it->second.body;
+  s.local = s.durable;
+  resetOpen(s);
+  s.alarmKnown = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// State at a commit
+
+bool LogChecks::hasLogTables(const std::string& object) {
+  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'durability_log_seq'").one().int64("n") > 0;
+}
+
+LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
+  Bounds b;
+  b.next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+  const std::optional<int64_t> hot = reader_(object, "SELECT MIN(\"offset\") AS m FROM durability_log_records").one().optInt64("m");
+  b.hot = hot.value_or(b.next);
+  const std::optional<int64_t> seg = reader_(object, "SELECT MIN(first_offset) AS m FROM durability_log_segments").one().optInt64("m");
+  b.oldest = std::min(seg.value_or(b.hot), b.hot);
+  return b;
+}
+
+std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string& object) {
+  std::map<int64_t, Segment> out;
+  for (const SqlRow& r : reader_(object, "SELECT first_offset, last_offset, locator FROM durability_log_segments ORDER BY first_offset").toVector())
+    out[r.int64("first_offset")] = Segment{r.int64("last_offset"), r.text("locator")};
+  return out;
+}
+
+void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<json>& writes) {
+  const View& v = s.local;
+  const Bounds b = storeBounds(object);
+  const SqlRow agg = reader_(object,
+                             "SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes, "
+                             "COALESCE(SUM(bytes != length(CAST(payload AS BLOB))), 0) AS wrong, "
+                             "(SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total FROM durability_log_records")
+                         .one();
+  const int64_t count = agg.int64("n");
+  tallies_.check("LOG-01", b.next == v.next, [&] { return object + " next_offset " + str(b.next) + ", the committed appends allocated up to " + str(v.next); });
+  tallies_.check("LOG-04", b.oldest <= b.hot && b.hot <= b.next && count == b.next - b.hot, [&] {
+    return object + " bounds oldest " + str(b.oldest) + ", hot " + str(b.hot) + ", next " + str(b.next) + " with " + str(count) + " hot rows";
+  });
+  tallies_.check("LOG-05", agg.int64("total") == agg.int64("bytes") && agg.int64("total") >= 0 && agg.int64("wrong") == 0, [&] {
+    return object + " total_bytes " + str(agg.int64("total")) + " but the hot rows hold " + str(agg.int64("bytes")) + " (" + str(agg.int64("wrong")) +
+           " rows with a wrong byte count)";
+  });
+  // LOG-03: the hot rows are exactly what the committed writes left, with their keys. LOG-02: each
+  // new record holds the payload size of its key's last occurrence in the batch.
+  std::map<int64_t, int64_t> written;  // new offset -> bytes of its key's last occurrence
+  for (const json& w : writes)
+    if (w.at("ev") == "log.append.write") {
+      const std::vector<int64_t> offsets = ints(w, "offsets"), bytes = ints(w, "bytes");
+      for (std::size_t i = 0; i < offsets.size() && i < bytes.size(); ++i)
+        if (offsets[i] >= num(w, "first")) written[offsets[i]] = bytes[i];
+    }
+  bool keysOk = true;
+  for (const auto& [o, bytes] : written) {
+    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM durability_log_records WHERE \"offset\" = " + str(o)).next();
+    const auto known = v.records.find(o);
+    keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second.key;
+    if (row)
+      tallies_.check("LOG-02", row->int64("bytes") == bytes, [&] {
+        return object + " offset " + str(o) + " holds " + str(row->int64("bytes")) + " payload bytes, its key's last occurrence had " + str(bytes);
+      });
+  }
+  const int64_t hotFrom = std::min(v.hotFrom, v.next);
+  tallies_.check("LOG-03", keysOk && b.hot == hotFrom && count == v.next - hotFrom, [&] {
+    return object + " holds hot [" + str(b.hot) + ", " + str(b.next) + ") with " + str(count) + " rows; the committed writes leave [" + str(hotFrom) +
+           ", " + str(v.next) + ")" + (keysOk ? "" : ", and an appended offset lacks its key");
+  });
+  // LOG-06: the cursors as committed, none below its durable value.
+  std::map<std::string, int64_t> cursors;
+  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM durability_log_cursors").toVector()) cursors[r.text("consumer")] = r.int64("o");
+  bool cursorsOk = cursors == v.cursors;
+  for (const auto& [consumer, offset] : s.durable.cursors) cursorsOk = cursorsOk && cursors.count(consumer) && cursors[consumer] >= offset;
+  tallies_.check("LOG-06", cursorsOk, [&] { return object + " stored cursors differ from the committed ones or fell below a durable one"; });
+  // LOG-10: the segments as flushed and forgotten.
+  const std::map<int64_t, Segment> segments = storeSegments(object);
+  tallies_.check("LOG-10", segments == v.segments, [&] {
+    return object + " holds " + str(static_cast<int64_t>(segments.size())) + " segments; the committed flushes leave " + str(static_cast<int64_t>(v.segments.size()));
+  });
+  // LOG-15 and LOG-16 on the segment index.
+  bool disjoint = true, contiguous = true;
+  std::optional<int64_t> previousLast;
+  for (const auto& [first, seg] : segments) {
+    disjoint = disjoint && first <= seg.last && seg.last < b.hot && (!previousLast || first > *previousLast);
+    contiguous = contiguous && (!previousLast || first == *previousLast + 1);
+    previousLast = seg.last;
+  }
+  if (previousLast) contiguous = contiguous && *previousLast + 1 == b.hot;
+  tallies_.check("LOG-15", disjoint && (!s.coldAlways || contiguous), [&] {
+    return object + " segment index overlaps, reaches hotOffset " + str(b.hot) + ", or has a gap while cold stayed configured";
+  });
+  if (s.coldAlways)
+    tallies_.check("LOG-16", contiguous && (segments.empty() ? b.oldest == b.hot : segments.begin()->first == b.oldest), [&] {
+      return object + " offsets in [" + str(b.oldest) + ", " + str(b.hot) + ") are not all covered by segments";
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// API events
+
+void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& e) {
+  const std::vector<std::string> keys = strings(e, "keys");
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  // The latest write of these keys in this incarnation (a write of dedup hits only commits nothing).
+  auto match = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return w.first == keys; });
+  const bool found = match != s.appendWrites.rend();
+  tallies_.check("LOG-02", found && match->second == offsets, [&] {
+    return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + ", its write gave " +
+           (found ? json(match->second).dump() : std::string("nothing"));
+  });
+  if (found) s.appendWrites.erase(std::next(match).base());
+}
+
+void LogChecks::onRejected(ObjectState& s, const std::string& object, const json& e) {
+  const std::string message = text(e, "message");
+  tallies_.check("LOG-14", definiteRejection(message), [&] { return object + " rejected an append with an unexpected message: " + message; });
+  if (!hasLogTables(object)) return;
+  const Bounds b = storeBounds(object);
+  // (A transaction that changed nothing has no commit event: its writes stay staged, harmlessly.)
+  tallies_.check("LOG-03", b.next == s.staged.next, [&] {
+    return object + " rejected an append but next_offset is " + str(b.next) + " (committed " + str(s.local.next) + ")";
+  });
+}
+
+void LogChecks::observeRecords(ObjectState& s, const std::string& object, const json& e, bool withBodies) {
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  const std::vector<std::string> keys = strings(e, "keys");
+  const std::vector<std::string> bodies = withBodies ? strings(e, "bodies") : std::vector<std::string>{};
+  bool ok = keys.size() == offsets.size() && (!withBodies || bodies.size() == offsets.size());
+  for (std::size_t i = 0; ok && i < offsets.size(); ++i) {
+    Record& known = s.local.records[offsets[i]];
+    if (known.key.empty()) known.key = keys[i];
+    ok = known.key == keys[i] && (!withBodies || !known.body || *known.body == bodies[i]);
+    if (withBodies && ok) known.body = bodies[i];
+    if (auto staged = s.staged.records.find(offsets[i]); staged != s.staged.records.end() && staged->second.key == known.key)
+      staged->second.body = known.body;
+  }
+  tallies_.check("LOG-09", ok, [&] { return object + " " + text(e, "ev") + " showed offsets " + e.at("offsets").dump() + " with a key or body unlike before"; });
+}
+
+// LOG-04, LOG-07, LOG-08 and LOG-09 on a returned page.
+void LogChecks::onRead(ObjectState& s, const std::string& object, const json& e) {
+  const int64_t from = num(e, "from"), capped = num(e, "capped"), nextOffset = num(e, "nextOffset"), lag = num(e, "lag");
+  const int64_t oldest = num(e, "oldest"), hot = num(e, "hot"), next = num(e, "next");
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  tallies_.check("LOG-04", oldest <= hot && hot <= next, [&] { return object + " read saw bounds " + str(oldest) + " <= " + str(hot) + " <= " + str(next) + " violated"; });
+  const std::optional<int64_t> limit = optInt(e.at("limit"));
+  const int64_t maxBatch = s.options ? s.options->maxBatchSize : capped;
+  bool shape = capped == std::min(limit.value_or(maxBatch), maxBatch) && static_cast<int64_t>(offsets.size()) <= capped;
+  for (std::size_t i = 0; i < offsets.size(); ++i) shape = shape && offsets[i] == offsets.front() + static_cast<int64_t>(i);
+  const int64_t expectedNext = offsets.empty() ? std::max(from, next) : offsets.back() + 1;
+  shape = shape && nextOffset == expectedNext && lag == std::max<int64_t>(0, next - nextOffset);
+  if (from >= hot && from < next) shape = shape && static_cast<int64_t>(offsets.size()) == std::min(capped, next - from);
+  tallies_.check("LOG-07", shape, [&] {
+    return object + " read(" + str(from) + ", " + str(limit) + ") returned offsets " + e.at("offsets").dump() + ", nextOffset " + str(nextOffset) +
+           ", lag " + str(lag) + " (capped " + str(capped) + ", bounds " + str(oldest) + "/" + str(hot) + "/" + str(next) + ")";
+  });
+  tallies_.check("LOG-08", from >= oldest && (from >= next ? offsets.empty() : !offsets.empty() && offsets.front() == from), [&] {
+    return object + " read from " + str(from) + " returned " + e.at("offsets").dump() + " with oldest " + str(oldest) + ", next " + str(next) +
+           ": a silent gap or a missing truncation error";
+  });
+  observeRecords(s, object, e, true);
+}
+
+// LOG-08 and LOG-16 on a truncation error, against the store at that instant.
+void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const json& e) {
+  const int64_t from = num(e, "from"), requested = num(e, "requested"), oldest = num(e, "oldest");
+  const Bounds b = storeBounds(object);
+  // The read computed its bounds before awaiting the cold store; they can only have risen since.
+  tallies_.check("LOG-08", requested == from && oldest > from && oldest <= std::max(from + 1, b.hot), [&] {
+    return object + " LogTruncatedError(" + str(requested) + ", " + str(oldest) + ") for a read from " + str(from) + " with bounds " + str(b.oldest) +
+           "/" + str(b.hot) + "/" + str(b.next);
+  });
+  if (from < b.oldest) return;
+  // The flushed offset was not rehydrated: only a cold store that lost the segment excuses it.
+  std::optional<Segment> holder;
+  for (const auto& [first, seg] : storeSegments(object))
+    if (first <= from && from <= seg.last) holder = seg;
+  // A run that once trimmed without cold may have left offsets below hotOffset in no segment.
+  const bool coldKept = s.options && s.options->cold && s.coldAlways;
+  const int64_t now = e.value("t", int64_t{0});
+  tallies_.check("LOG-16", !coldKept || (holder && coldLossPossible(holder->locator, now)), [&] {
+    return object + " could not read flushed offset " + str(from) + (holder ? " of segment " + holder->locator : std::string(" (no segment holds it)")) +
+           " though the cold store lost nothing";
+  });
+}
+
+void LogChecks::onLoad(const std::string& object, const json& e) {
+  if (!hasLogTables(object)) return;
+  const int64_t next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+  const std::optional<int64_t> least = reader_(object, "SELECT MIN(\"offset\") AS m FROM durability_log_cursors").one().optInt64("m");
+  const int64_t backlog = least ? std::max<int64_t>(0, next - *least) : 0;
+  tallies_.check("LOG-13", num(e, "pendingDeliveries") == backlog, [&] {
+    return object + " load reported " + str(num(e, "pendingDeliveries")) + " pending deliveries, the cursors give " + str(backlog);
+  });
+}
+
+// LOG-12 and LOG-18 when trim() returns.
+void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json& e) {
+  const int64_t now = num(e, "now");
+  const bool concurrent = s.appendedDuringTrim;
+  s.trimBegunAt.reset();
+  if (!s.options || !s.options->retention || !hasLogTables(object)) return;
+  const Options& o = *s.options;
+  const SqlRow r = reader_(object,
+                           "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total "
+                           "FROM durability_log_records")
+                       .one();
+  if (!concurrent) {
+    const std::optional<int64_t> oldestAt = r.optInt64("oldest");
+    tallies_.check("LOG-12", (!o.maxRecords || r.int64("n") <= *o.maxRecords) && (!o.maxBytes || r.int64("total") <= *o.maxBytes) &&
+                                 (!o.maxAgeMs || !oldestAt || *oldestAt >= now - *o.maxAgeMs),
+                   [&] {
+                     return object + " after trim at " + str(now) + ": " + str(r.int64("n")) + " records, " + str(r.int64("total")) +
+                            " bytes, oldest appended at " + str(oldestAt);
+                   });
+  }
+  if (!o.cold) return;
+  const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n");
+  tallies_.check("LOG-18", intents == 0, [&] { return object + " trim returned with a flush intent left"; });
+  s.flushSettled = true;
+}
+
+// LOG-11 and LOG-09 on what is handed to cold.write.
+void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const json& e) {
+  const int64_t first = num(e, "first"), last = num(e, "last");
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  bool ok = s.local.flush == std::make_pair(first, last) && static_cast<int64_t>(offsets.size()) == last - first + 1;
+  for (std::size_t i = 0; ok && i < offsets.size(); ++i) ok = offsets[i] == first + static_cast<int64_t>(i);
+  for (const auto& [segFirst, seg] : s.local.segments) ok = ok && (last < segFirst || first > seg.last);
+  const auto previous = s.coldWrites.find(first);
+  const bool same = previous == s.coldWrites.end() ||
+                    (previous->second.at("last") == e.at("last") && previous->second.at("keys") == e.at("keys") && previous->second.at("bodies") == e.at("bodies"));
+  tallies_.check("LOG-11", ok && same, [&] {
+    return object + " cold.write [" + str(first) + ", " + str(last) + "] " +
+           (same ? "does not match the flush intent or overlaps a committed segment" : "differs from the earlier write of the same first offset");
+  });
+  if (previous == s.coldWrites.end()) s.coldWrites[first] = e;
+  observeRecords(s, object, e, true);
+}
+
+// LOG-10: a failed cold write leaves the records hot and the intent in place.
+void LogChecks::onColdFailed(const std::string& object, const json& e) {
+  const int64_t first = num(e, "first"), last = num(e, "last");
+  const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_records WHERE \"offset\" BETWEEN " + str(first) + " AND " + str(last)).one().int64("n");
+  const std::optional<SqlRow> intent = reader_(object, "SELECT first_offset, last_offset FROM durability_log_flush").next();
+  tallies_.check("LOG-10", hot == last - first + 1 && intent && intent->int64("first_offset") == first && intent->int64("last_offset") == last, [&] {
+    return object + " cold.write of [" + str(first) + ", " + str(last) + "] failed, leaving " + str(hot) + " of its records hot" +
+           (intent ? "" : " and no flush intent");
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload events
+
+void LogChecks::onApp(const std::string& ev, const json& e) {
+  if (!e.contains("partition")) return;
+  const std::string partition = text(e, "partition");
+  if (!mine(json{{"object", partition}})) return;
+  ObjectState& s = objects_[partition];
+  if (ev == "app.produce") {
+    // LOG-03: an acknowledged append is durable, at the offsets returned, with its keys.
+    const std::vector<std::string> keys = strings(e, "keys");
+    const std::vector<int64_t> offsets = ints(e, "offsets");
+    bool ok = keys.size() == offsets.size();
+    for (std::size_t i = 0; ok && i < keys.size(); ++i) {
+      const auto known = s.durable.records.find(offsets[i]);
+      ok = offsets[i] < s.durable.next && known != s.durable.records.end() && known->second.key == keys[i];
+      s.produced[offsets[i]] = keys[i];
+    }
+    tallies_.check("LOG-03", ok, [&] { return partition + " acknowledged offsets " + e.at("offsets").dump() + " that are not durable with their keys"; });
+    return;
+  }
+  if (ev != "app.consume") return;
+  // LOG-08: a group sees every retained offset; what it never saw must lie below oldestOffset.
+  GroupCursor& g = groups_[{partition, text(e, "group")}];
+  const int64_t from = num(e, "from");
+  const std::vector<int64_t> offsets = ints(e, "offsets");
+  if (from > g.seenUpTo && hasLogTables(partition)) {
+    const int64_t oldest = storeBounds(partition).oldest;
+    // Offsets still indexed may be skipped only when their segment may be gone from the cold store.
+    int64_t covered = std::max(g.seenUpTo, oldest);
+    for (const auto& [first, seg] : storeSegments(partition))
+      if (first <= covered && covered <= seg.last && coldLossPossible(seg.locator, e.value("t", int64_t{0}))) covered = seg.last + 1;
+    tallies_.check("LOG-08", from <= covered, [&] {
+      return partition + " group " + text(e, "group") + " read from " + str(from) + " having seen only up to " + str(g.seenUpTo) + ", with oldest " +
+             str(oldest) + ": offsets skipped";
+    });
+  }
+  bool ordered = true;
+  for (std::size_t i = 0; i < offsets.size(); ++i) ordered = ordered && offsets[i] == from + static_cast<int64_t>(i);
+  tallies_.check("LOG-08", ordered, [&] { return partition + " group " + text(e, "group") + " got " + e.at("offsets").dump() + " from " + str(from); });
+  g.seenUpTo = std::max(g.seenUpTo, offsets.empty() ? from : offsets.back() + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end of the run
+
+void LogChecks::finish() {
+  for (auto& [object, s] : objects_) {
+    if (!hasLogTables(object)) continue;
+    checkState(s, object, {});
+    const Bounds b = storeBounds(object);
+    const std::map<int64_t, Segment> segments = storeSegments(object);
+    // LOG-03: every acknowledged offset not yet trimmed is hot with its key, or in a segment.
+    for (const auto& [offset, key] : s.produced) {
+      if (offset < b.oldest) continue;
+      bool readable = false;
+      if (offset >= b.hot) {
+        const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM durability_log_records WHERE \"offset\" = " + str(offset)).next();
+        readable = row && row->text("dedup_key") == key;
+      } else {
+        for (const auto& [first, seg] : segments) readable = readable || (first <= offset && offset <= seg.last);
+      }
+      tallies_.check("LOG-03", readable, [&] { return object + " lost acknowledged offset " + str(offset) + " (key " + key + ")"; });
+    }
+    if (s.options && s.options->cold && s.flushSettled) {
+      const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n");
+      tallies_.check("LOG-18", intents == 0, [&] { return object + " ends with a flush intent after its last trim completed"; });
+    }
+  }
+}
+
+}  // namespace durasim::properties

@@ -1,0 +1,163 @@
+// LOG invariants (invariants-engine.md) over a run of objects of one class that hold a DurabilityLog.
+// It observes the trace as it is recorded: the log's `log.*` events and the workload's `app.*` events
+// (docs/log-trace-events.md), the runtime's commit, confirm, durability and incarnation events, and
+// the cold-store faults. A `.write` event takes effect with the next `commit` of its incarnation; the
+// checker keeps three views of each log (model of log.md 2): `staged` (what the open transaction
+// holds), `local` (every commit so far) and `durable` (confirmed commits, plus the prefix of
+// unconfirmed ones a `durability` event says was kept). State checks read the object's live store
+// through a StoreReader at the instant of the event.
+//   [S] at every commit: LOG-01 (next_offset as allocated), LOG-02 (a new record holds the payload size
+//       of its key's last occurrence in the batch), LOG-03 (the hot rows are exactly those the
+//       committed appends left: nothing lost, nothing partial), LOG-04, LOG-05, LOG-06 (stored cursors
+//       as committed, never below the durable ones), LOG-10 (segments as flushed), LOG-15, LOG-16
+//       (while cold stays configured, segments cover [oldestOffset, hotOffset) without a gap), LOG-17
+//       (a commit of log writes alone leaves the physical alarm as it was)
+//   [S] at events: LOG-03 (a rejected append changed nothing), LOG-10 (a failed cold.write removed
+//       nothing), LOG-12 and LOG-18 (at trim.end: retention met, no flush intent left), LOG-13 (load)
+//   [H] LOG-01 and LOG-02 (each append write against the staged offsets and hot keys; each returned
+//       append against its write), LOG-03 (every offset an app.produce acknowledged is durable with its
+//       key), LOG-06 (each cursor write moves iff forward), LOG-07 (page shape), LOG-08 (a page starts
+//       at `from`, truncation errors carry the right fields, every consumer group sees each retained
+//       offset: a gap in what a group has read is allowed only below oldestOffset, or over a segment
+//       the cold store may have lost, see LOG-16), LOG-09 (key and
+//       body of an offset agree across appends, reads, cold writes and leases), LOG-10 (deletes and
+//       flushes remove the hot prefix, never with cold configured a plain delete), LOG-11 (cold.write
+//       ranges match the flush intent, never overlap a committed segment, and a re-flush of a first
+//       offset repeats the same records), LOG-14 (rejection messages), LOG-16 (a read of an offset in
+//       [oldestOffset, hotOffset) fails only when the cold store may have lost the segment: a
+//       cold.vanish fault named its key, or the put that stored it drew a lifecycle lag that has
+//       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put); or when cold
+//       is not configured, or was not in some incarnation)
+//   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
+//       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime.h"
+#include "properties/store_reader.h"
+#include "sim/tally.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::properties {
+
+class LogChecks final : public sim::TraceSink {
+ public:
+  LogChecks(StoreReader reader, std::string className);
+
+  void record(const nlohmann::json& event) override;
+  // End-of-run checks over every log object seen (after heal, nothing in flight).
+  void finish();
+  const sim::Tallies& tallies() const { return tallies_; }
+
+ private:
+  struct Record {
+    std::string key;
+    std::optional<std::string> body;  // serialize(body), once some event showed it
+  };
+  struct Segment {
+    int64_t last = 0;
+    std::string locator;
+    friend bool operator==(const Segment&, const Segment&) = default;
+  };
+  // One view of a log's durable tables (log.md 2), as the write events built it.
+  struct View {
+    int64_t next = 0;
+    int64_t hotFrom = 0;                     // hot offsets are [hotFrom, next)
+    std::map<int64_t, Record> records;       // every allocated offset, trimmed ones included
+    std::map<std::string, int64_t> keys;     // hot dedup keys
+    std::map<int64_t, Segment> segments;     // first_offset -> segment
+    std::map<std::string, int64_t> cursors;
+    std::optional<std::pair<int64_t, int64_t>> flush;
+  };
+  struct Options {
+    int64_t maxBatchSize = 100;
+    std::optional<int64_t> maxAgeMs, maxRecords, maxBytes;
+    bool retention = false;
+    bool cold = false;
+  };
+  struct Group {  // the writes of one commit
+    uint64_t commit = 0;
+    std::vector<nlohmann::json> writes;
+  };
+  struct ObjectState {
+    View staged, local, durable;
+    std::optional<Options> options;
+    bool coldAlways = true;                  // every incarnation so far configured cold
+    int64_t incarnation = 0;                 // the live one
+    std::vector<nlohmann::json> pending;     // writes of the open segment
+    bool schedulerTouched = false;           // the open segment has scheduler or alarm events
+    std::vector<Group> unconfirmed;
+    // (keys, offsets) of this incarnation's append writes whose append has not returned yet
+    std::vector<std::pair<std::vector<std::string>, std::vector<int64_t>>> appendWrites;
+    std::optional<nlohmann::json> lastAlarm; // the alarm of the last commit, when known
+    bool alarmKnown = false;
+    std::map<int64_t, nlohmann::json> coldWrites;  // first -> the first cold.write event for it
+    std::optional<int64_t> trimBegunAt;
+    bool appendedDuringTrim = false;
+    bool flushSettled = false;               // the last trim completed and nothing was lost since
+    std::map<int64_t, std::string> produced; // offset -> key an app.produce acknowledged
+  };
+  struct GroupCursor {
+    int64_t seenUpTo = 0;  // every offset below was seen or trimmed
+  };
+
+  bool mine(const nlohmann::json& event) const;
+  void dispatch(const std::string& ev, const nlohmann::json& e);
+  void onApp(const std::string& ev, const nlohmann::json& e);
+  void onFault(const nlohmann::json& e);
+  void onColdCall(const nlohmann::json& e);
+
+  // Applies one write event to a view (no checks).
+  static void apply(View& view, const nlohmann::json& write);
+  void onWrite(ObjectState& s, const std::string& object, const std::string& ev, const nlohmann::json& e);
+  void onCommit(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onConfirm(ObjectState& s, const nlohmann::json& e);
+  void onDurability(ObjectState& s, const nlohmann::json& e);
+  void resetOpen(ObjectState& s);
+
+  void checkAppendWrite(const std::string& object, const View& staged, const nlohmann::json& e);
+  void checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const nlohmann::json& e);
+  void onAppend(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onRejected(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onRead(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onReadTruncated(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onLoad(const std::string& object, const nlohmann::json& e);
+  void onTrimEnd(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onColdWrite(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onColdFailed(const std::string& object, const nlohmann::json& e);
+  void onOptions(ObjectState& s, const nlohmann::json& e);
+  // LOG-09: key and body shown for offsets agree with what is known of them.
+  void observeRecords(ObjectState& s, const std::string& object, const nlohmann::json& e, bool withBodies);
+
+  // State checks at a commit (and at the end).
+  void checkState(ObjectState& s, const std::string& object, const std::vector<nlohmann::json>& writes);
+  bool hasLogTables(const std::string& object);
+  struct Bounds {
+    int64_t oldest = 0, hot = 0, next = 0;
+  };
+  Bounds storeBounds(const std::string& object);
+  std::map<int64_t, Segment> storeSegments(const std::string& object);
+  // Whether the cold object `locator` (its key) may be gone at `now`: a cold.vanish fault removed it,
+  // or it is under a lifecycle rule and its earliest removal time has come.
+  bool coldLossPossible(const std::string& locator, int64_t now) const;
+
+  StoreReader reader_;
+  std::string className_;
+  sim::Tallies tallies_;
+  std::map<std::string, ObjectState> objects_;
+  std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
+  std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed
+  std::map<std::string, int64_t> expirableFrom_;  // key -> earliest lifecycle removal time
+  std::optional<int64_t> pendingLag_;             // the lag drawn for the put reported next
+};
+
+}  // namespace durasim::properties
