@@ -29,6 +29,8 @@
 #include "engine/errors.h"
 #include "engine/routing.h"
 #include "properties/store_reader.h"
+#include "properties/log_checks.h"
+#include "properties/routing_checks.h"
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
 #include "workloads/log_partition.h"
@@ -149,6 +151,10 @@ class LogWorkload final : public Workload {
   }
 
   void check(sim::World&, sim::Tallies& tallies) override {
+    logChecks_->finish();
+    routingChecks_.finish();
+    tallies.merge(logChecks_->tallies());
+    tallies.merge(routingChecks_.tallies());
     tallies.merge(runtime_->self_checks());
     tallies.merge(expectations_);
   }
@@ -249,7 +255,13 @@ class LogWorkload final : public Workload {
 
   // Where the LOG, LSE and RTE checkers are constructed with reader() and registered with
   // world.observe; check() then merges their tallies.
-  void observeCheckers(sim::World& world) { (void)world; }
+  void observeCheckers(sim::World& world) {
+    logChecks_ = std::make_unique<properties::LogChecks>(reader(), LogPartition::kClass);
+    world.observe(*logChecks_);
+    world.observe(routingChecks_);
+  }
+  std::unique_ptr<properties::LogChecks> logChecks_;
+  properties::RoutingChecks routingChecks_;
 
   // ---------------------------------------------------------------------------------------------
   // RPC
@@ -282,6 +294,7 @@ class LogWorkload final : public Workload {
   void buildClients() {
     AppendClient::Options options;
     options.invoke = [this](const ShardAddress& address, const AppendBatch& batch) { return invokeAppend(address, batch); };
+    options.probe = [this](std::string_view ev, nlohmann::json fields) { fields["client"] = "routed"; world_->emit(std::string(ev), std::move(fields)); };
     options.softBacklogLimit = softBacklogLimit_;
     options.makeEvent = [this] { return std::make_shared<sim::SimAsyncEvent>(world_->executor(), sleepingWaits_); };
     options.background = [this](Task<void> work) { world_->tasks().spawn("log.append.invoke", std::move(work)); };
@@ -289,6 +302,7 @@ class LogWorkload final : public Workload {
     options.sharding = [](const AppendBatch&, const std::optional<nlohmann::json>& context, const Observations&) {
       return ShardAddress{context->at("shard").get<std::string>(), std::nullopt};
     };
+    options.probe = [this](std::string_view ev, nlohmann::json fields) { fields["client"] = "pinned"; world_->emit(std::string(ev), std::move(fields)); };
     pinned_.emplace(AppendClient(*clock_, *random_, options).withTimeout(pushTimeoutMs_));
   }
 
@@ -438,10 +452,16 @@ class LogWorkload final : public Workload {
     const Reply page = co_await reading;
     if (page.failedWith("LogTruncatedError")) {
       ++truncations_;
-      const int64_t oldest = page.value.at("oldestOffset").get<int64_t>();
+      Task<std::optional<int64_t>> resuming = resumeAfterTruncation(name, from);
+      const std::optional<int64_t> resume = co_await resuming;
+      if (!resume) {
+        position.from.reset();
+        co_return false;
+      }
       world_->emit("app.consume.truncated", {{"partition", label(name)}, {"group", group},
-                                             {"requested", page.value.at("requestedOffset")}, {"oldest", oldest}});
-      position.from = oldest;
+                                             {"requested", page.value.at("requestedOffset")},
+                                             {"oldest", page.value.at("oldestOffset")}, {"resume", *resume}});
+      position.from = *resume;
       co_return true;
     }
     if (!page.ok()) {
@@ -467,6 +487,18 @@ class LogWorkload final : public Workload {
       position.from.reset();
     }
     co_return true;
+  }
+
+  // Where a group goes on after a read of `from` threw LogTruncatedError: to oldestOffset when `from`
+  // was trimmed, else (a cold segment holding `from` is lost) to the next offset, so readable
+  // segments between the lost one and the hot window are not skipped. nullopt: bounds unknown.
+  Task<std::optional<int64_t>> resumeAfterTruncation(const std::string& name, int64_t from) {
+    const nlohmann::json none = nlohmann::json::object();
+    Task<Reply> bounding = callPartition(name, "bounds", none);
+    const Reply bounds = co_await bounding;
+    if (!bounds.ok()) co_return std::nullopt;
+    const int64_t oldest = bounds.value.at("oldestOffset").get<int64_t>();
+    co_return from < oldest ? oldest : from + 1;
   }
 
   // The group's cursor, or the oldest readable offset for a group that never committed.
