@@ -1,0 +1,702 @@
+// The LSE checker (properties/lease_checks.h) on synthetic histories: a small reference log writes
+// real lease tables into in-memory SQLite stores and emits the contract's events
+// (docs/log-trace-events.md); a correct history checks every LSE invariant without a violation, and
+// each hazard the reference log can be switched into (an ack past a pending range, a reclaim that
+// keeps the old batch id, a grant beyond maxParallelism, a poison callback before its skip commits,
+// an uncovered gap, ...) is reported under its invariant.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "properties/lease_checks.h"
+#include "sim/sqlite_store.h"
+
+namespace durasim::properties {
+namespace {
+
+using nlohmann::json;
+using sim::SqliteStore;
+
+constexpr int64_t kStart = 1'000'000;
+constexpr int64_t kLeaseMs = 1'000;
+
+// Switches that make the reference log misbehave the way a hazard would.
+struct Faults {
+  bool ackWithoutAdvance = false;     // the settle commits without advance (H6 ack in three units)
+  bool advanceIgnoresHeld = false;    // advance walks over active and pending rows
+  bool reclaimKeepsId = false;        // a reclaim does not fence the old batch id
+  bool ignoreParallelism = false;     // fresh grants beyond maxParallelism
+  bool callbackBeforeCommit = false;  // onPoison runs before the skip commits
+  bool noGapRow = false;              // trimmed offsets below a fresh lease stay uncovered (H5)
+  bool skipWithoutAdvance = false;    // gap, truncation and poison skips do not advance (H6)
+  bool settleIgnoresConsumer = false; // ack/nack do not check the consumer (H8)
+  bool baseIgnoresAllocation = false; // fresh leases start at the cursor, not the allocation
+  bool truncationBlocks = false;      // a trimmed range throws without being skipped (H7)
+  bool poisonWithoutHandler = false;  // poison skip although onPoison is not set
+  bool wrongBody = false;             // a returned lease carries a wrong record body
+  bool ackAnyState = false;           // ack matches settled rows too
+  bool touchOtherConsumer = false;    // an ack also rewrites another consumer's rows
+  bool lateCallbackAttempt = false;   // onPoison sees the attempt before the reclaim
+};
+
+// A minimal DurabilityLog (log.md 7) over one SqliteStore, emitting the engine's events.
+class ReferenceLog {
+ public:
+  ReferenceLog(SqliteStore& store, LeaseChecks& checks, std::string label, json leases)
+      : store_(store), checks_(checks), label_(std::move(label)), leases_(std::move(leases)) {
+    store_.exec(
+        "CREATE TABLE durability_log_records (\"offset\" INTEGER PRIMARY KEY, dedup_key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL,"
+        " bytes INTEGER NOT NULL, appended_at INTEGER NOT NULL)");
+    store_.exec("CREATE TABLE durability_log_cursors (consumer TEXT PRIMARY KEY, \"offset\" INTEGER NOT NULL, committed_at INTEGER NOT NULL)");
+    store_.exec("CREATE TABLE durability_log_seq (id INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, total_bytes INTEGER NOT NULL)");
+    store_.exec("INSERT INTO durability_log_seq VALUES (1, 0, 0)");
+    if (!leases_.is_null()) {
+      store_.exec(
+          "CREATE TABLE durability_log_leases (batch_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, first_offset INTEGER NOT NULL,"
+          " last_offset INTEGER NOT NULL, state TEXT NOT NULL, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL)");
+      store_.exec("CREATE TABLE durability_log_allocations (consumer TEXT PRIMARY KEY, allocated_offset INTEGER NOT NULL)");
+    }
+    commit();
+    confirm();
+    emitOptions();
+  }
+
+  Faults faults;
+  int64_t now = kStart;
+  bool holdConfirm = false;  // commits stay unconfirmed until the next crash decides them
+
+  void emit(const std::string& ev, json fields = json::object()) {
+    fields["ev"] = ev;
+    fields["object"] = label_;
+    fields["incarnation"] = incarnation_;
+    fields["t"] = now;
+    checks_.record(fields);
+  }
+  void commit() {
+    if (std::optional<sim::LocalCommit> c = store_.commit_local()) {
+      emit("commit", {{"commit", c->number}, {"changes", "00"}, {"alarm", nullptr}});
+      unconfirmed_.push_back(c->number);
+    }
+  }
+  void confirm() {
+    if (holdConfirm) return;
+    for (uint64_t n : unconfirmed_) {
+      store_.confirm(n);
+      emit("confirm", {{"commit", n}});
+    }
+    unconfirmed_.clear();
+  }
+  // The incarnation ends keeping the first `kept` unconfirmed commits; a new one starts.
+  void crash(std::size_t kept) {
+    if (!unconfirmed_.empty()) emit("durability", {{"kept", kept}, {"unconfirmed", unconfirmed_.size()}});
+    store_.decide(kept);
+    unconfirmed_.clear();
+    emit("incarnation.end", {{"reset", true}, {"cause", "crash"}});
+    ++incarnation_;
+    emit("incarnation.start");
+    emitOptions();
+  }
+
+  void append(int64_t count) {
+    const int64_t first = next();
+    json keys = json::array(), offsets = json::array();
+    for (int64_t o = first; o < first + count; ++o) {
+      store_.exec("INSERT INTO durability_log_records VALUES (?, ?, ?, 3, ?)", {o, "k" + std::to_string(o), payload(o), now});
+      keys.push_back("k" + std::to_string(o));
+      offsets.push_back(o);
+    }
+    store_.exec("UPDATE durability_log_seq SET next_offset = ?", {first + count});
+    emit("log.append.write", {{"keys", keys}, {"offsets", offsets}, {"new", count}, {"first", first}, {"next", first + count}, {"at", now}});
+    commit();
+    confirm();
+  }
+  void trimBelow(int64_t offset) {
+    store_.exec("DELETE FROM durability_log_records WHERE \"offset\" < ?", {offset});
+    emit("log.trim.delete", {{"first", 0}, {"last", offset - 1}, {"deleted", 0}});
+    commit();
+    confirm();
+  }
+  void manualCommit(const std::string& consumer, int64_t offset) {
+    const bool moved = !cursor(consumer) || *cursor(consumer) < offset;
+    if (moved) store_.exec("INSERT OR REPLACE INTO durability_log_cursors VALUES (?, ?, ?)", {consumer, offset, now});
+    emit("log.commit.write", {{"consumer", consumer}, {"offset", offset}, {"moved", moved}});
+    commit();
+    confirm();
+  }
+
+  // lease(c, limit): the granted batch id, or nullopt (none, truncated, poisoned).
+  std::optional<std::string> lease(const std::string& consumer, int64_t limit = 3) {
+    if (leases_.is_null()) {
+      emit("log.lease.disabled", {{"method", "lease"}});
+      return std::nullopt;
+    }
+    const int64_t leaseMs = leases_.at("leaseMs").get<int64_t>();
+    const std::optional<int64_t> curBefore = cursor(consumer), allocBefore = allocation(consumer);
+    const int64_t oldest = hot(), nextOffset = next();
+    json common = {{"consumer", consumer}, {"held", held(consumer)}, {"cursor", opt(curBefore)}, {"allocation", opt(allocBefore)},
+                   {"oldest", oldest}, {"hot", oldest}, {"next", nextOffset}};
+    std::vector<SqlRow> reclaimable =
+        store_.exec("SELECT * FROM durability_log_leases WHERE consumer = ? AND (state = 'pending' OR (state = 'active' AND expires_at <= ?))"
+                    " ORDER BY first_offset LIMIT 1",
+                    {consumer, now})
+            .toVector();
+    std::string id;
+    int64_t first = 0, last = 0, attempt = 1;
+    bool reclaimed = false;
+    if (!reclaimable.empty()) {
+      const std::string previous = reclaimable[0].text("batch_id");
+      id = faults.reclaimKeepsId ? previous : newId();
+      first = reclaimable[0].int64("first_offset");
+      last = reclaimable[0].int64("last_offset");
+      attempt = reclaimable[0].int64("attempt") + 1;
+      reclaimed = true;
+      store_.exec("UPDATE durability_log_leases SET batch_id = ?, state = 'active', attempt = ?, expires_at = ? WHERE batch_id = ?",
+                  {id, attempt, now + leaseMs, previous});
+      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt}, {"expiresAt", now + leaseMs}, {"reclaimed", true},
+                     {"previousBatchId", previous}, {"base", nullptr}, {"gap", nullptr}, {"gapBatchId", nullptr}});
+      emit("log.lease.write", common);
+    } else {
+      if (!faults.ignoreParallelism && held(consumer) >= leases_.at("maxParallelism").get<int64_t>()) {
+        emit("log.lease.none", {{"consumer", consumer}, {"reason", "parallelism"}});
+        return std::nullopt;
+      }
+      const int64_t base = std::max(curBefore.value_or(0), faults.baseIgnoresAllocation ? 0 : allocBefore.value_or(0));
+      first = std::max(oldest, base);
+      if (first >= nextOffset) {
+        emit("log.lease.none", {{"consumer", consumer}, {"reason", "empty"}});
+        return std::nullopt;
+      }
+      last = std::min(first + limit - 1, nextOffset - 1);
+      id = newId();
+      const bool gap = first > base && !faults.noGapRow;
+      std::string gapId;
+      if (gap) {
+        gapId = newId();
+        store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'skipped', 0, 0, ?)", {gapId, consumer, base, first - 1, now});
+      }
+      store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'active', 1, ?, ?)", {id, consumer, first, last, now + leaseMs, now});
+      store_.exec("INSERT OR REPLACE INTO durability_log_allocations VALUES (?, ?)", {consumer, last + 1});
+      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", 1}, {"expiresAt", now + leaseMs}, {"reclaimed", false},
+                     {"base", base}, {"gap", gap ? json::array({base, first - 1}) : json()}, {"gapBatchId", gap ? json(gapId) : json()}});
+      emit("log.lease.write", common);
+      if (gap && !faults.skipWithoutAdvance) advance(consumer);
+    }
+    commit();
+    confirm();
+    if (first < hot()) return truncate(consumer, id, first, last);
+    const json& maxAttempts = leases_.at("maxAttempts");
+    const bool poisoned = reclaimed && !maxAttempts.is_null() && attempt > maxAttempts.get<int64_t>();
+    if (poisoned && (leases_.at("onPoison").get<bool>() || faults.poisonWithoutHandler)) return poison(consumer, id, first, last, attempt);
+    json offsets = json::array(), keys = json::array(), bodies = json::array();
+    for (const SqlRow& r : store_.exec("SELECT \"offset\" AS o, dedup_key, payload FROM durability_log_records WHERE \"offset\" BETWEEN ? AND ?"
+                                       " ORDER BY \"offset\"",
+                                       {first, last})
+                               .toVector()) {
+      offsets.push_back(r.int64("o"));
+      keys.push_back(r.text("dedup_key"));
+      bodies.push_back(faults.wrongBody ? std::string("\"tampered\"") : r.text("payload"));
+    }
+    emit("log.lease", {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt},
+                       {"expiresAt", now + leaseMs}, {"reclaimed", reclaimed}, {"offsets", offsets}, {"keys", keys}, {"bodies", bodies}});
+    return id;
+  }
+
+  // ack/nack(c, id): whether the settle matched.
+  bool settle(const std::string& consumer, const std::string& id, bool ack) {
+    const std::string verb = ack ? "ack" : "nack";
+    if (leases_.is_null()) {
+      emit("log.lease.disabled", {{"method", verb}});
+      return false;
+    }
+    std::string sql = ack ? "UPDATE durability_log_leases SET state = 'acked' WHERE batch_id = ?"
+                          : "UPDATE durability_log_leases SET state = 'pending', expires_at = 0 WHERE batch_id = ?";
+    std::vector<SqlValue> params = {id};
+    if (!faults.settleIgnoresConsumer) {
+      sql += " AND consumer = ?";
+      params.push_back(consumer);
+    }
+    if (!faults.ackAnyState) sql += " AND state = 'active'";
+    if (store_.exec(sql, params).rowsWritten() == 0) {
+      emit("log." + verb + ".rejected", {{"consumer", consumer}, {"batchId", id}});
+      return false;
+    }
+    emit("log." + verb + ".write", {{"consumer", consumer}, {"batchId", id}});
+    if (ack && !faults.ackWithoutAdvance) advance(consumer);
+    if (faults.touchOtherConsumer) store_.exec("UPDATE durability_log_leases SET attempt = attempt + 7 WHERE consumer <> ?", {consumer});
+    commit();
+    confirm();
+    return true;
+  }
+  bool ack(const std::string& consumer, const std::string& id) { return settle(consumer, id, true); }
+  bool nack(const std::string& consumer, const std::string& id) { return settle(consumer, id, false); }
+
+  // Leases and acks until the consumer's cursor reaches the end of the log.
+  void catchUp(const std::string& consumer) {
+    for (int round = 0; round < 50 && cursor(consumer) != next(); ++round) {
+      if (std::optional<std::string> id = lease(consumer)) {
+        ack(consumer, *id);
+      } else {
+        now += kLeaseMs;
+      }
+    }
+  }
+
+  std::optional<int64_t> cursor(const std::string& consumer) {
+    return store_.exec("SELECT max(\"offset\") AS o FROM durability_log_cursors WHERE consumer = ?", {consumer}).one().optInt64("o");
+  }
+  int64_t next() { return store_.exec("SELECT next_offset AS n FROM durability_log_seq").one().int64("n"); }
+  int64_t hot() {
+    return store_.exec("SELECT MIN(\"offset\") AS o FROM durability_log_records").one().optInt64("o").value_or(next());
+  }
+
+ private:
+  static std::string payload(int64_t offset) { return "\"v" + std::to_string(offset) + "\""; }
+  static json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
+  std::string newId() { return "b" + std::to_string(++ids_); }
+  void emitOptions() {
+    emit("log.options", {{"maxBatchSize", 10}, {"retention", nullptr}, {"cold", false}, {"leases", leases_}});
+  }
+  std::optional<int64_t> allocation(const std::string& consumer) {
+    return store_.exec("SELECT max(allocated_offset) AS a FROM durability_log_allocations WHERE consumer = ?", {consumer}).one().optInt64("a");
+  }
+  int64_t held(const std::string& consumer) {
+    return store_
+        .exec("SELECT count(*) AS n FROM durability_log_leases WHERE consumer = ? AND (state = 'pending' OR (state = 'active' AND expires_at > ?))",
+              {consumer, now})
+        .one()
+        .int64("n");
+  }
+
+  void advance(const std::string& consumer) {
+    const std::optional<int64_t> cur = cursor(consumer);
+    int64_t x = cur.value_or(0);
+    for (const SqlRow& r :
+         store_.exec("SELECT * FROM durability_log_leases WHERE consumer = ? ORDER BY first_offset", {consumer}).toVector()) {
+      if (r.int64("last_offset") < x) continue;
+      if (r.int64("first_offset") > x) break;
+      const std::string state = r.text("state");
+      if (state != "acked" && state != "skipped" && !faults.advanceIgnoresHeld) break;
+      x = r.int64("last_offset") + 1;
+    }
+    if (x > cur.value_or(0)) store_.exec("INSERT OR REPLACE INTO durability_log_cursors VALUES (?, ?, ?)", {consumer, x, now});
+    const int64_t deleted =
+        store_.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked', 'skipped') AND last_offset < ?", {consumer, x})
+            .rowsWritten();
+    const std::optional<int64_t> to = x > cur.value_or(0) ? std::optional<int64_t>(x) : cur;
+    emit("log.advance.write", {{"consumer", consumer}, {"cursor", opt(cur)}, {"to", opt(to)}, {"deleted", deleted}});
+  }
+
+  // log.md 7.2.1: the trimmed prefix becomes a skipped row, then LogTruncatedError.
+  std::optional<std::string> truncate(const std::string& consumer, const std::string& id, int64_t first, int64_t last) {
+    const int64_t oldest = hot();
+    if (!faults.truncationBlocks) {
+      const bool whole = last < oldest;
+      json fields = {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"oldest", oldest}, {"whole", whole}};
+      if (whole) {
+        store_.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ?", {id});
+      } else {
+        const std::string skipped = newId();
+        store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'skipped', 0, 0, ?)", {skipped, consumer, first, oldest - 1, now});
+        store_.exec("UPDATE durability_log_leases SET first_offset = ?, state = 'pending', expires_at = 0, attempt = attempt - 1 WHERE batch_id = ?",
+                    {oldest, id});
+        fields["skippedBatchId"] = skipped;
+      }
+      emit("log.lease.truncate.write", fields);
+      if (!faults.skipWithoutAdvance) advance(consumer);
+      commit();
+      confirm();
+    }
+    emit("log.lease.truncated", {{"consumer", consumer}, {"batchId", id}, {"requested", first}, {"oldest", oldest}});
+    return std::nullopt;
+  }
+
+  // log.md 7.1 step 4: the skip commits, then onPoison runs.
+  std::optional<std::string> poison(const std::string& consumer, const std::string& id, int64_t first, int64_t last, int64_t attempt) {
+    const bool matched =
+        store_.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ? AND state = 'active'", {id}).rowsWritten() > 0;
+    emit("log.lease.poison.write",
+         {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt}, {"matched", matched}});
+    if (matched && !faults.skipWithoutAdvance) advance(consumer);
+    const json callback = {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last},
+                           {"attempt", faults.lateCallbackAttempt ? attempt - 1 : attempt}};
+    if (faults.callbackBeforeCommit) emit("log.poison.callback", callback);
+    commit();
+    confirm();
+    if (matched && !faults.callbackBeforeCommit) emit("log.poison.callback", callback);
+    return std::nullopt;
+  }
+
+  SqliteStore& store_;
+  LeaseChecks& checks_;
+  std::string label_;
+  json leases_;
+  int64_t incarnation_ = 1;
+  int ids_ = 0;
+  std::vector<uint64_t> unconfirmed_;
+};
+
+json leaseOptions(int64_t maxParallelism, std::optional<int64_t> maxAttempts, bool onPoison) {
+  return {{"maxParallelism", maxParallelism}, {"leaseMs", kLeaseMs}, {"maxAttempts", maxAttempts ? json(*maxAttempts) : json()}, {"onPoison", onPoison}};
+}
+
+// Stores by object label, the checker reading them, and reference logs writing them.
+struct Rig {
+  sim::SqlEnvironment env{[] { return uint64_t{4}; }, [] { return kStart; }};
+  std::map<std::string, std::unique_ptr<SqliteStore>> stores;
+  LeaseChecks checks{[this](const std::string& label, std::string_view sql) { return stores.at(label)->exec(sql); }, "Log"};
+  std::map<std::string, std::unique_ptr<ReferenceLog>> logs;
+
+  ReferenceLog& add(const std::string& name, json leases) {
+    const std::string label = "Log/" + name;
+    stores[label] = std::make_unique<SqliteStore>(env);
+    logs[label] = std::make_unique<ReferenceLog>(*stores[label], checks, label, std::move(leases));
+    return *logs[label];
+  }
+  ReferenceLog& log(int64_t maxParallelism = 2, std::optional<int64_t> maxAttempts = std::nullopt, bool onPoison = false) {
+    return add("a", leaseOptions(maxParallelism, maxAttempts, onPoison));
+  }
+  const sim::InvariantTally& tally(const std::string& id) const { return checks.tallies().by_id().at(id); }
+};
+
+std::string firstExample(const sim::InvariantTally& t) { return t.examples.empty() ? std::string() : t.examples.front(); }
+
+#define EXPECT_VIOLATES(rig, id, text)                                                               \
+  do {                                                                                                \
+    const sim::InvariantTally& t_ = (rig).tally(id);                                                  \
+    EXPECT_GT(t_.violated, 0u) << id << " was not violated";                                          \
+    EXPECT_NE(firstExample(t_).find(text), std::string::npos) << id << " message: " << firstExample(t_); \
+  } while (0)
+
+// A history touching every LSE invariant, run by a correct log: every ID is checked, none violated.
+TEST(LeaseChecks, CorrectHistoryChecksEveryInvariantWithoutViolation) {
+  Rig rig;
+  ReferenceLog& a = rig.log(2, 2, true);
+  ReferenceLog& b = rig.add("b", leaseOptions(1, 1, false));
+  ReferenceLog& c = rig.add("c", nullptr);
+  a.append(12);
+  // Two parallel leases, a third refused, acks out of order.
+  const std::string l1 = *a.lease("c1"), l2 = *a.lease("c1");
+  EXPECT_FALSE(a.lease("c1"));
+  EXPECT_TRUE(a.ack("c1", l2));
+  EXPECT_EQ(a.cursor("c1"), std::nullopt);
+  EXPECT_FALSE(a.ack("c1", l2));      // settle once
+  EXPECT_FALSE(a.ack("other", l1));   // consumer-checked
+  EXPECT_TRUE(a.ack("c1", l1));
+  EXPECT_EQ(a.cursor("c1"), 6);
+  // Expiry and reclaim: the old id is fenced.
+  const std::string l3 = *a.lease("c1");
+  a.now += kLeaseMs;
+  const std::string l3b = *a.lease("c1");
+  EXPECT_NE(l3, l3b);
+  EXPECT_FALSE(a.ack("c1", l3));
+  // After a nack the third attempt is poisoned: skipped, and the cursor passes it at once.
+  EXPECT_TRUE(a.nack("c1", l3b));
+  EXPECT_FALSE(a.lease("c1"));
+  EXPECT_EQ(a.cursor("c1"), 9);
+  // A second consumer: retention trimmed its first offsets (gap row), then a pending range is
+  // truncated.
+  const std::string d1 = *a.lease("d");
+  a.trimBelow(5);
+  EXPECT_TRUE(a.nack("d", d1));
+  EXPECT_FALSE(a.lease("d"));  // LogTruncatedError once; the whole range is skipped
+  EXPECT_EQ(a.cursor("d"), 3);
+  const std::string d2 = *a.lease("d");  // a gap row covers [3, 4]
+  EXPECT_EQ(a.cursor("d"), 5);
+  // A crash loses an unconfirmed reclaim: it never happened, the old id is alive again.
+  a.now += kLeaseMs;
+  a.holdConfirm = true;
+  EXPECT_TRUE(a.lease("d"));
+  a.holdConfirm = false;
+  a.crash(0);
+  EXPECT_TRUE(a.ack("d", d2));
+  b.append(3);
+  a.catchUp("c1");
+  a.catchUp("d");
+  // Without onPoison, a range past maxAttempts keeps coming back.
+  const std::string e1 = *b.lease("e");
+  EXPECT_TRUE(b.nack("e", e1));
+  const std::string e2 = *b.lease("e");
+  EXPECT_TRUE(b.ack("e", e2));
+  EXPECT_FALSE(c.lease("x"));  // disabled
+  rig.checks.finish(a.now);
+  for (const auto& [id, tally] : rig.checks.tallies().by_id()) {
+    EXPECT_GT(tally.checked, 0u) << id << " never checked";
+    EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+  }
+  EXPECT_EQ(rig.checks.tallies().by_id().size(), 16u);
+}
+
+TEST(LeaseChecks, AckPastAPendingRangeViolatesContiguousCommit) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  const std::string l1 = *a.lease("c1");
+  const std::string l2 = *a.lease("c1");
+  a.faults.advanceIgnoresHeld = true;
+  a.ack("c1", l2);
+  EXPECT_VIOLATES(rig, "LSE-05", "advance of c1 from none to 6");
+  EXPECT_GT(rig.tally("LSE-05").violated, 1u);  // and the stored cursor passed the active row
+  (void)l1;
+}
+
+TEST(LeaseChecks, AckWithoutAdvanceInTheSameTransactionViolatesContiguousCommit) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  a.faults.ackWithoutAdvance = true;
+  a.ack("c1", *a.lease("c1"));
+  EXPECT_VIOLATES(rig, "LSE-05", "without advancing");
+}
+
+TEST(LeaseChecks, ReclaimKeepingTheOldBatchIdViolatesFencing) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  const std::string l1 = *a.lease("c1");
+  a.now += kLeaseMs;
+  a.faults.reclaimKeepsId = true;
+  a.lease("c1");
+  a.ack("c1", l1);  // the holder of the expired lease settles it
+  EXPECT_VIOLATES(rig, "LSE-03", "reclaim of b1 as b1");
+  EXPECT_GE(rig.tally("LSE-03").violated, 2u);  // and the fenced id matched
+}
+
+TEST(LeaseChecks, FreshLeaseBeyondMaxParallelismViolatesTheBound) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1);
+  a.append(6);
+  a.lease("c1");
+  a.faults.ignoreParallelism = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-06", "holding 1 (event says 1) of maxParallelism 1");
+}
+
+TEST(LeaseChecks, LeaseNoneWhileARangeIsReclaimableViolatesTheBound) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1);
+  a.append(3);
+  a.lease("c1");
+  a.emit("log.lease.none", {{"consumer", "c1"}, {"reason", "parallelism"}});  // nothing expired: correct
+  EXPECT_EQ(rig.tally("LSE-06").violated, 0u);
+  a.now += kLeaseMs;
+  a.emit("log.lease.none", {{"consumer", "c1"}, {"reason", "parallelism"}});
+  EXPECT_VIOLATES(rig, "LSE-06", "with a reclaimable row");
+}
+
+TEST(LeaseChecks, PoisonCallbackBeforeTheSkipCommittedViolatesDurableFirst) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1, 1, true);
+  a.append(3);
+  a.nack("c1", *a.lease("c1"));
+  a.faults.callbackBeforeCommit = true;
+  EXPECT_FALSE(a.lease("c1"));
+  EXPECT_VIOLATES(rig, "LSE-08", "before its skip was durable");
+}
+
+TEST(LeaseChecks, PoisonCallbackWithTheWrongAttemptViolatesDurableFirst) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1, 1, true);
+  a.append(3);
+  a.nack("c1", *a.lease("c1"));
+  a.faults.lateCallbackAttempt = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-08", "attempt 1");
+}
+
+TEST(LeaseChecks, PoisonedRangeReturnedWithAHandlerViolatesDurableFirst) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1, 1, true);
+  a.append(3);
+  a.nack("c1", *a.lease("c1"));
+  // A log that hands the range out again at attempt 2 instead of skipping it.
+  a.emit("log.lease", {{"consumer", "c1"}, {"batchId", "b9"}, {"first", 0}, {"last", 2}, {"attempt", 2}, {"expiresAt", a.now + kLeaseMs},
+                       {"reclaimed", true}, {"offsets", {0, 1, 2}}, {"keys", {"k0", "k1", "k2"}}, {"bodies", {"\"v0\"", "\"v1\"", "\"v2\""}}});
+  EXPECT_VIOLATES(rig, "LSE-08", "instead of skipping it as poisoned");
+}
+
+TEST(LeaseChecks, PoisonSkipWithoutAHandlerViolatesPoisonNeedsAHandler) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1, 1, false);
+  a.append(3);
+  a.nack("c1", *a.lease("c1"));
+  a.faults.poisonWithoutHandler = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-07", "without an onPoison handler");
+}
+
+TEST(LeaseChecks, UncoveredTrimmedOffsetsViolateCoverage) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.trimBelow(2);
+  a.faults.noGapRow = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-12", "offset 0 below allocation 5");
+  EXPECT_VIOLATES(rig, "LSE-02", "with a gap row [0, 1]");
+}
+
+TEST(LeaseChecks, SkipsThatDoNotAdvanceViolatePromptSkips) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.trimBelow(2);
+  a.faults.skipWithoutAdvance = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-14", "without advancing");
+  EXPECT_GE(rig.tally("LSE-14").violated, 2u);  // and the stored cursor rests on the gap row
+}
+
+TEST(LeaseChecks, SettleByAnotherConsumerViolatesConsumerCheckedSettlement) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  const std::string l1 = *a.lease("c1");
+  a.faults.settleIgnoresConsumer = true;
+  a.ack("intruder", l1);
+  EXPECT_VIOLATES(rig, "LSE-11", "ack by intruder settled b1 of c1");
+  EXPECT_VIOLATES(rig, "LSE-09", "changed the lease b1 of c1");
+}
+
+TEST(LeaseChecks, AHiddenWriteToAnotherConsumerViolatesIndependence) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.lease("c1");
+  const std::string d1 = *a.lease("d");
+  a.faults.touchOtherConsumer = true;
+  a.ack("d", d1);
+  EXPECT_VIOLATES(rig, "LSE-09", "consumer c1 untouched by the commit has stored lease rows");
+}
+
+TEST(LeaseChecks, GrantFromAStaleAllocationViolatesNoOverlapAndMonotonicAllocation) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.lease("c1");
+  a.faults.baseIgnoresAllocation = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-01", "overlapping held lease b1 [0, 2]");
+  EXPECT_VIOLATES(rig, "LSE-02", "expected to start at 3");
+}
+
+TEST(LeaseChecks, SecondAckOfASettledLeaseViolatesSettleOnce) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.lease("c1");
+  const std::string l2 = *a.lease("c1");
+  a.ack("c1", l2);  // the cursor cannot pass the first lease, so the acked row stays
+  a.faults.ackAnyState = true;
+  a.ack("c1", l2);
+  EXPECT_VIOLATES(rig, "LSE-04", "ack of b2 matched a acked lease");
+}
+
+TEST(LeaseChecks, WorkloadSeeingAnAckSucceedWithoutACommittedSettleViolatesSettleOnce) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  const std::string l1 = *a.lease("c1");
+  json outcome = {{"ev", "app.lease.outcome"}, {"t", a.now}, {"partition", "a"}, {"consumer", "c1"}, {"batchId", l1},
+                  {"first", 0}, {"last", 2}, {"outcome", "ack"}, {"result", "ok"}};
+  rig.checks.record(outcome);
+  EXPECT_VIOLATES(rig, "LSE-04", "returned normally without a committed settle");
+  a.ack("c1", l1);
+  rig.checks.record(outcome);
+  EXPECT_EQ(rig.tally("LSE-04").violated, 1u);
+}
+
+TEST(LeaseChecks, TruncationThatDoesNotSkipViolatesLoudOnce) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  const std::string l1 = *a.lease("c1");
+  a.nack("c1", l1);
+  a.trimBelow(2);
+  a.faults.truncationBlocks = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-13", "without moving the trimmed offsets into a skipped row");
+}
+
+TEST(LeaseChecks, TruncationOfAPendingRangeSkipsOnlyTheTrimmedPrefix) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.nack("c1", *a.lease("c1"));
+  a.trimBelow(2);
+  EXPECT_FALSE(a.lease("c1"));
+  EXPECT_EQ(a.cursor("c1"), 2);
+  ASSERT_TRUE(a.lease("c1"));  // the rest [2, 2] comes back without another error
+  EXPECT_GT(rig.tally("LSE-13").checked, 0u);
+  for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+}
+
+TEST(LeaseChecks, WrongRecordsInALeaseViolateLeaseContent) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  a.faults.wrongBody = true;
+  a.lease("c1");
+  EXPECT_VIOLATES(rig, "LSE-10", "with wrong records at offset 0");
+}
+
+TEST(LeaseChecks, AConsumerLeftBehindAtTheEndViolatesLiveness) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.ack("c1", *a.lease("c1"));
+  a.lease("c1");
+  rig.checks.finish(a.now);
+  EXPECT_VIOLATES(rig, "LSE-15", "c1 at 1000000 ends with cursor 3 of next offset 6 and 1 lease rows left");
+}
+
+TEST(LeaseChecks, LeaseEventsWithoutTheOptionAndStrayTablesViolateOptIn) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.emit("log.lease.disabled", {{"method", "ack"}});
+  EXPECT_VIOLATES(rig, "LSE-16", "threw the disabled-leases TypeError from ack with the leases option set");
+  Rig stray;
+  ReferenceLog& s = stray.log();
+  s.emit("log.options", {{"maxBatchSize", 10}, {"retention", nullptr}, {"cold", false}, {"leases", nullptr}});
+  s.emit("log.ack.write", {{"consumer", "c1"}, {"batchId", "b1"}});
+  EXPECT_VIOLATES(stray, "LSE-16", "emitted log.ack.write without the leases option");
+  Rig never;
+  never.add("n", nullptr);
+  never.stores.at("Log/n")->exec("CREATE TABLE durability_log_leases (x INTEGER)");
+  never.stores.at("Log/n")->exec("CREATE TABLE durability_log_allocations (x INTEGER)");
+  never.checks.finish(kStart);
+  EXPECT_VIOLATES(never, "LSE-16", "Log/n ends with lease tables but never had the leases option");
+}
+
+// A reclaim whose commit a crash loses never happened: the old id settles in the next incarnation.
+// When the crash keeps it, the old id stays fenced.
+TEST(LeaseChecks, ACrashDecidesWhetherAReclaimFencedTheOldBatchId) {
+  for (const std::size_t kept : {std::size_t{0}, std::size_t{1}}) {
+    Rig rig;
+    ReferenceLog& a = rig.log();
+    a.append(3);
+    const std::string l1 = *a.lease("c1");
+    a.now += kLeaseMs;
+    a.holdConfirm = true;
+    ASSERT_TRUE(a.lease("c1"));
+    a.holdConfirm = false;
+    a.crash(kept);
+    EXPECT_EQ(a.ack("c1", l1), kept == 0);
+    EXPECT_GT(rig.tally("LSE-03").checked, 0u);
+    for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+  }
+}
+
+TEST(LeaseChecks, AMalformedEventIsAClearError) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  EXPECT_THROW(a.emit("log.ack.write", {{"consumer", "c1"}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace durasim::properties
