@@ -11,8 +11,12 @@
 
 #include "engine/conventions.h"
 #include "engine/errors.h"
+#include "engine/log_internal.h"
 
 namespace durasim {
+
+using log_detail::Bounds;
+using log_detail::readBounds;
 
 namespace {
 
@@ -93,6 +97,21 @@ void validate(const LogOptions& o) {
   }
 }
 
+nlohmann::json describeOptions(const LogOptions& o) {
+  using log_detail::optionalJson;
+  nlohmann::json fields = {{"maxBatchSize", o.maxBatchSize}, {"cold", o.cold.has_value()}};
+  fields["retention"] = o.retention ? nlohmann::json{{"maxAgeMs", optionalJson(o.retention->maxAgeMs)},
+                                                     {"maxRecords", optionalJson(o.retention->maxRecords)},
+                                                     {"maxBytes", optionalJson(o.retention->maxBytes)}}
+                                   : nlohmann::json();
+  fields["leases"] = o.leases ? nlohmann::json{{"maxParallelism", o.leases->maxParallelism},
+                                               {"leaseMs", o.leases->leaseMs},
+                                               {"maxAttempts", optionalJson(o.leases->maxAttempts)},
+                                               {"onPoison", static_cast<bool>(o.leases->onPoison)}}
+                              : nlohmann::json();
+  return fields;
+}
+
 bool holds(const std::vector<Migration>& list, const std::string& name) {
   return std::any_of(list.begin(), list.end(), [&](const Migration& m) { return m.name == name; });
 }
@@ -105,22 +124,6 @@ struct Finish {
   }
 };
 
-struct Bounds {
-  int64_t oldest, hot, next;
-};
-
-Bounds readBounds(ObjectStorage& storage) {
-  SqlRow row = storage
-                   .exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
-                         " (SELECT MIN(\"offset\") FROM durability_log_records) AS hot,"
-                         " (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
-                   .one();
-  const int64_t next = row.int64("next");
-  const int64_t hot = row.optInt64("hot").value_or(next);
-  const int64_t oldest = std::min(row.optInt64("seg").value_or(hot), hot);
-  return Bounds{oldest, hot, next};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -132,6 +135,7 @@ DurabilityLog::DurabilityLog(DurabilityScheduler& scheduler, LogOptions options)
   if (!routing_) routing_ = &ownRouting_.emplace(ctx_.clock);
   migrate(ctx_.storage, MigrationTarget::latest());
   if (options_.leases) durasim::migrate(ctx_.storage, kLeaseCapability, kLogLeaseMigrations, MigrationTarget::latest());
+  ctx_.probe("log.options", describeOptions(options_));
 }
 
 const std::vector<Migration>& DurabilityLog::migrations() { return kLogMigrations; }
@@ -222,9 +226,9 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
       else
         fresh.push_back(key);
     }
+    const int64_t first = txn.exec("SELECT next_offset FROM durability_log_seq WHERE id = 1").one().int64("next_offset");
+    int64_t next = first;
     if (!fresh.empty()) {
-      SqlRow seq = txn.exec("SELECT next_offset, total_bytes FROM durability_log_seq WHERE id = 1").one();
-      int64_t next = seq.int64("next_offset");
       int64_t added = 0;
       for (const std::string& key : fresh) {
         const std::string& payload = payloads[last[key]];
@@ -236,12 +240,14 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
       }
       txn.exec("UPDATE durability_log_seq SET next_offset = ?, total_bytes = total_bytes + ? WHERE id = 1", next, added);
     }
-    std::vector<int64_t> out;
+    std::vector<int64_t> out, bytes;
     for (const std::string& key : keys) out.push_back(offsetOf.at(key));
-    ctx_.probe("log.append.write", {{"offsets", out}, {"new", fresh.size()}, {"at", now}});
+    for (const std::string& payload : payloads) bytes.push_back(static_cast<int64_t>(payload.size()));
+    ctx_.probe("log.append.write", {{"keys", keys}, {"offsets", out}, {"new", fresh.size()}, {"first", first},
+                                    {"next", next}, {"bytes", bytes}, {"at", now}});
     return out;
   });
-  ctx_.probe("log.append", {{"offsets", offsets}});
+  ctx_.probe("log.append", {{"keys", keys}, {"offsets", offsets}});
   LoadSnapshot snapshot = co_await load();
   co_return Result::ok(std::move(offsets), std::move(snapshot));
 }
@@ -258,39 +264,43 @@ Task<LogPage> DurabilityLog::read(int64_t from, std::optional<int64_t> limit) {
   if (limit && *limit <= 0) throw RangeError("limit must be a positive integer");
   if (from < 0) throw LogAppendError("Offset must be a non-negative integer");
   const Bounds b = readBounds(ctx_.storage);
-  if (from < b.oldest) throw LogTruncatedError(from, b.oldest);
+  if (from < b.oldest) throwReadTruncated(from, from, b.oldest);
   const int64_t capped = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
 
   LogPage page;
   if (from < b.hot) {
     // Rehydrate from the one cold segment holding `from` (segments are written by trim, log.md 6).
-    std::optional<SqlRow> seg = ctx_.storage
-                                    .exec("SELECT * FROM durability_log_segments WHERE first_offset <= ? AND last_offset >= ?"
-                                          " ORDER BY first_offset DESC LIMIT 1",
-                                          from, from)
-                                    .next();
-    if (!seg || !options_.cold || !options_.cold->read) throw LogTruncatedError(from, std::max(from + 1, b.hot));
+    std::optional<SqlRow> seg = log_detail::segmentHolding(ctx_.storage, from);
+    if (!seg || !options_.cold || !options_.cold->read) throwReadTruncated(from, from, std::max(from + 1, b.hot));
     const std::string locator = seg->text("locator");
     Task<std::optional<std::vector<LogRecord>>> loading = options_.cold->read(locator);
     std::optional<std::vector<LogRecord>> loaded = co_await loading;
-    if (!loaded) throw LogTruncatedError(from, std::max(from + 1, b.hot));
-    for (LogRecord& r : *loaded)
-      if (r.offset >= from) page.records.push_back(std::move(r));
-    std::sort(page.records.begin(), page.records.end(),
-              [](const LogRecord& x, const LogRecord& y) { return x.offset < y.offset; });
-    if (static_cast<int64_t>(page.records.size()) > capped) page.records.resize(static_cast<std::size_t>(capped));
+    if (!loaded) throwReadTruncated(from, from, std::max(from + 1, b.hot));
+    std::sort(loaded->begin(), loaded->end(), [](const LogRecord& x, const LogRecord& y) { return x.offset < y.offset; });
+    // Only the gap-free run starting at `from` is returned: a page never skips an offset (LOG-08).
+    for (LogRecord& r : *loaded) {
+      if (r.offset < from) continue;
+      if (r.offset != from + static_cast<int64_t>(page.records.size()) || static_cast<int64_t>(page.records.size()) == capped) break;
+      page.records.push_back(std::move(r));
+    }
+    if (page.records.empty()) throwReadTruncated(from, from, std::max(from + 1, b.hot));
   } else {
-    for (const SqlRow& row : ctx_.storage
-                                 .exec("SELECT \"offset\", dedup_key, payload, appended_at FROM durability_log_records"
-                                       " WHERE \"offset\" >= ? ORDER BY \"offset\" LIMIT ?",
-                                       from, capped)
-                                 .toVector())
-      page.records.push_back(
-          LogRecord{row.int64("offset"), row.text("dedup_key"), deserialize(row.text("payload")), row.int64("appended_at")});
+    page.records = log_detail::hotRecords(ctx_.storage, from, std::min(b.next, from + capped) - 1);
   }
   page.nextOffset = page.records.empty() ? std::max(from, b.next) : page.records.back().offset + 1;
   page.lag = std::max<int64_t>(0, b.next - page.nextOffset);
+  nlohmann::json fields = {{"from", from},         {"limit", log_detail::optionalJson(limit)},
+                           {"capped", capped},     {"nextOffset", page.nextOffset},
+                           {"lag", page.lag},      {"oldest", b.oldest},
+                           {"hot", b.hot},         {"next", b.next}};
+  log_detail::describeRecords(fields, page.records);
+  ctx_.probe("log.read", std::move(fields));
   co_return page;
+}
+
+void DurabilityLog::throwReadTruncated(int64_t from, int64_t requested, int64_t oldest) {
+  ctx_.probe("log.read.truncated", {{"from", from}, {"requested", requested}, {"oldest", oldest}});
+  throw LogTruncatedError(requested, oldest);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -354,8 +364,10 @@ Task<int64_t> DurabilityLog::trim() {
     DurabilityLog* log;
     ~Unlock() { log->unlockTrim(); }
   } unlock{this};
+  ctx_.probe("log.trim.begin", {{"now", ctx_.clock.now()}});
   Task<int64_t> running = trimLocked();
   const int64_t removed = co_await running;
+  ctx_.probe("log.trim.end", {{"removed", removed}, {"now", ctx_.clock.now()}});
   co_return removed;
 }
 
@@ -460,9 +472,18 @@ Task<int64_t> DurabilityLog::trimLocked() {
         segment.records.push_back(LogRecord{row.offset, row.key, deserialize(row.payload), row.appendedAt});
         segmentBytes += row.bytes;
       }
-      Task<std::string> writing = options_.cold->write(segment);
-      const std::string locator = co_await writing;
-      if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
+      nlohmann::json described = {{"first", first}, {"last", last}};
+      log_detail::describeRecords(described, segment.records);
+      ctx_.probe("log.cold.write", std::move(described));
+      std::string locator;
+      try {
+        Task<std::string> writing = options_.cold->write(segment);
+        locator = co_await writing;
+        if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
+      } catch (const std::exception& e) {
+        ctx_.probe("log.cold.failed", {{"first", first}, {"last", last}, {"message", e.what()}});
+        throw;
+      }
       deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
         txn.exec("INSERT INTO durability_log_segments (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
                  " ON CONFLICT(first_offset) DO UPDATE SET last_offset = excluded.last_offset, locator = excluded.locator,"
@@ -501,6 +522,7 @@ Task<LoadSnapshot> DurabilityLog::load() {
                    .one();
   const std::optional<int64_t> low = row.optInt64("low");
   const int64_t backlog = low ? std::max<int64_t>(0, row.int64("next") - *low) : 0;
+  ctx_.probe("log.load", {{"pendingDeliveries", backlog}});
   co_return routing_->snapshot(backlog);
 }
 

@@ -1,5 +1,5 @@
-// DurabilityLog (log.md 1-6, 8): an append-only retained log with deduplicated atomic appends,
-// offset reads, forward-only consumer cursors, retention trimming and cold segment flushes. Keeps offsets dense and never reused
+// DurabilityLog (log.md): an append-only retained log with deduplicated atomic appends, offset
+// reads, forward-only consumer cursors, retention trimming, cold segment flushes and leases. Keeps offsets dense and never reused
 // (next_offset never decreases; hot offsets are exactly [hotOffset, nextOffset)), append batches all
 // or nothing, dedup hits return the original offset, and cursors that only move forward.
 #pragma once
@@ -148,6 +148,18 @@ class DurabilityLog {
   Task<void> lockTrim();
   void unlockTrim();
   Task<int64_t> trimLocked();
+  [[noreturn]] void throwReadTruncated(int64_t from, int64_t requested, int64_t oldest);
+
+  // Leases (log.md 7, log_leases.cc).
+  struct Grant;
+  void requireLeases(const char* method, const std::string& consumer);
+  std::optional<Grant> grantLease(StorageTxn& txn, const std::string& consumer, int64_t size, int64_t now);
+  void advance(StorageTxn& txn, const std::string& consumer, int64_t now);
+  Task<std::vector<LogRecord>> loadLeaseRecords(const LogLease& lease);
+  void dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now);
+  Task<void> releaseUnreadable(const LogLease& lease, int64_t missing);
+  Task<void> skipPoisoned(const LogLease& lease);
+  Task<void> settle(const char* how, const std::string& consumer, const std::string& batchId);
 };
 
 }  // namespace durasim

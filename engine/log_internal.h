@@ -1,0 +1,76 @@
+// Pieces of DurabilityLog shared by its two translation units (log.cc: append, read, cursors, trim;
+// log_leases.cc: leases). Not part of the log's interface.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/conventions.h"
+#include "engine/log.h"
+#include "engine/runtime.h"
+
+namespace durasim::log_detail {
+
+// log.md 4.1 from one read: oldest <= hot <= next.
+struct Bounds {
+  int64_t oldest, hot, next;
+};
+
+// `sql` is the object's storage or an open transaction.
+template <class Sql>
+Bounds readBounds(Sql& sql) {
+  SqlRow row = sql.exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
+                        " (SELECT MIN(\"offset\") FROM durability_log_records) AS hot,"
+                        " (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
+                   .one();
+  const int64_t next = row.int64("next");
+  const int64_t hot = row.optInt64("hot").value_or(next);
+  const int64_t oldest = std::min(row.optInt64("seg").value_or(hot), hot);
+  return Bounds{oldest, hot, next};
+}
+
+// log.md 4.2: the indexed segment holding `offset` (the latest-starting one if several do).
+template <class Sql>
+std::optional<SqlRow> segmentHolding(Sql& sql, int64_t offset) {
+  return sql
+      .exec("SELECT first_offset, last_offset, locator FROM durability_log_segments"
+            " WHERE first_offset <= ? AND last_offset >= ? ORDER BY first_offset DESC LIMIT 1",
+            offset, offset)
+      .next();
+}
+
+// Hot records with offsets in [first, last], in offset order.
+template <class Sql>
+std::vector<LogRecord> hotRecords(Sql& sql, int64_t first, int64_t last) {
+  std::vector<LogRecord> records;
+  for (const SqlRow& row : sql.exec("SELECT \"offset\", dedup_key, payload, appended_at FROM durability_log_records"
+                                    " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
+                                    first, last)
+                               .toVector())
+    records.push_back(LogRecord{row.int64("offset"), row.text("dedup_key"), deserialize(row.text("payload")),
+                                row.int64("appended_at")});
+  return records;
+}
+
+// Adds `offsets`, `keys` and `bodies` (stored payload strings) of `records` to a probe's fields.
+inline void describeRecords(nlohmann::json& fields, const std::vector<LogRecord>& records) {
+  nlohmann::json offsets = nlohmann::json::array(), keys = nlohmann::json::array(), bodies = nlohmann::json::array();
+  for (const LogRecord& r : records) {
+    offsets.push_back(r.offset);
+    keys.push_back(r.deduplicationKey);
+    bodies.push_back(serialize(r.body).value_or(""));
+  }
+  fields["offsets"] = std::move(offsets);
+  fields["keys"] = std::move(keys);
+  fields["bodies"] = std::move(bodies);
+}
+
+inline nlohmann::json optionalJson(const std::optional<int64_t>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+}  // namespace durasim::log_detail

@@ -1,0 +1,370 @@
+// DurabilityLog leases (log.md 7); see log.h. Keeps, per consumer: held ranges never overlap (one
+// transaction inserts a lease and moves the allocation, H4); a reclaim replaces the batch id, so a
+// fenced holder can settle nothing; the cursor moves only across an unbroken run of acked/skipped
+// ranges starting at it (advance); a poisoned range is skipped durably before onPoison runs (H6);
+// a trimmed range surfaces LogTruncatedError once and its trimmed offsets stay covered by a skipped
+// row (H5, H7). Probes ("log.lease*", "log.ack*", "log.nack*", "log.advance.write",
+// "log.poison.*") are listed in docs/log-trace-events.md.
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "engine/errors.h"
+#include "engine/log.h"
+#include "engine/log_internal.h"
+
+namespace durasim {
+
+using log_detail::Bounds;
+using log_detail::optionalJson;
+using log_detail::readBounds;
+
+namespace {
+
+const char* stateName(LeaseState state) {
+  switch (state) {
+    case LeaseState::active:
+      return "active";
+    case LeaseState::pending:
+      return "pending";
+    case LeaseState::acked:
+      return "acked";
+    case LeaseState::skipped:
+    default:
+      return "skipped";
+  }
+}
+
+LeaseState stateFromName(const std::string& name) {
+  if (name == "active") return LeaseState::active;
+  if (name == "pending") return LeaseState::pending;
+  if (name == "acked") return LeaseState::acked;
+  return LeaseState::skipped;
+}
+
+std::optional<int64_t> storedCursor(StorageTxn& txn, const std::string& consumer) {
+  std::optional<SqlRow> row = txn.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
+  return row ? std::optional<int64_t>(row->int64("offset")) : std::nullopt;
+}
+
+void insertLeaseRow(StorageTxn& txn, const LogLeaseRow& row) {
+  txn.exec("INSERT INTO durability_log_leases (batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
+           " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+           row.batchId, row.consumer, row.firstOffset, row.lastOffset, stateName(row.state), row.attempt, row.expiresAt,
+           row.createdAt);
+}
+
+}  // namespace
+
+// What transaction A of lease() granted.
+struct DurabilityLog::Grant {
+  LogLease lease;
+  bool reclaimed = false;
+};
+
+void DurabilityLog::requireLeases(const char* method, const std::string& consumer) {
+  if (!options_.leases) {
+    ctx_.probe("log.lease.disabled", {{"method", method}});
+    throw TypeError("Leases require the leases option");
+  }
+  if (consumer.empty()) throw LogAppendError("Consumer must be a non-empty string");
+}
+
+// log.md 7.4: always inside the caller's transaction.
+void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_t now) {
+  const std::optional<int64_t> cur = storedCursor(txn, consumer);
+  int64_t x = cur.value_or(0);
+  for (const SqlRow& row : txn.exec("SELECT first_offset, last_offset, state FROM durability_log_leases WHERE consumer = ?"
+                                    " ORDER BY first_offset, batch_id",
+                                    consumer)
+                               .toVector()) {
+    if (row.int64("last_offset") < x) continue;
+    if (row.int64("first_offset") > x) break;
+    const std::string state = row.text("state");
+    if (state != "acked" && state != "skipped") break;
+    x = row.int64("last_offset") + 1;
+  }
+  if (x > cur.value_or(0))
+    txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
+             " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
+             " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
+             consumer, x, now);
+  const int64_t deleted = txn.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked','skipped')"
+                                   " AND last_offset < ?",
+                                   consumer, x)
+                              .rowsWritten();
+  const std::optional<int64_t> after = storedCursor(txn, consumer);
+  ctx_.probe("log.advance.write",
+             {{"consumer", consumer}, {"cursor", optionalJson(cur)}, {"to", optionalJson(after)}, {"deleted", deleted}});
+}
+
+// log.md 7.1 step 2: one transaction (A). nullopt: nothing granted.
+std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, const std::string& consumer, int64_t size,
+                                                             int64_t now) {
+  const LogLeaseOptions& o = *options_.leases;
+  const std::optional<int64_t> cur = storedCursor(txn, consumer);
+  std::optional<SqlRow> allocRow =
+      txn.exec("SELECT allocated_offset FROM durability_log_allocations WHERE consumer = ?", consumer).next();
+  const int64_t allocated = allocRow ? allocRow->int64("allocated_offset") : 0;  // absent counts as 0
+  const int64_t held = txn.exec("SELECT COUNT(*) AS n FROM durability_log_leases WHERE consumer = ?"
+                                " AND (state = 'pending' OR (state = 'active' AND expires_at > ?))",
+                                consumer, now)
+                           .one()
+                           .int64("n");
+  const Bounds b = readBounds(txn);
+  nlohmann::json fields = {{"consumer", consumer}, {"held", held},       {"cursor", optionalJson(cur)},
+                           {"allocation", allocRow ? nlohmann::json(allocated) : nlohmann::json()},          {"oldest", b.oldest},
+                           {"hot", b.hot},           {"next", b.next},   {"gap", nullptr}};
+
+  // 1. Reclaim first: not limited by maxParallelism.
+  std::optional<SqlRow> reclaimable =
+      txn.exec("SELECT batch_id, first_offset, last_offset, attempt FROM durability_log_leases WHERE consumer = ?"
+               " AND (state = 'pending' OR (state = 'active' AND expires_at <= ?)) ORDER BY first_offset LIMIT 1",
+               consumer, now)
+          .next();
+  if (reclaimable) {
+    Grant grant;
+    grant.reclaimed = true;
+    grant.lease = LogLease{ctx_.random.uuid(), consumer, {}, reclaimable->int64("first_offset"),
+                           reclaimable->int64("last_offset"), reclaimable->int64("attempt") + 1, now + o.leaseMs};
+    txn.exec("UPDATE durability_log_leases SET batch_id = ?, state = 'active', attempt = attempt + 1, expires_at = ?"
+             " WHERE batch_id = ?",
+             grant.lease.batchId, grant.lease.expiresAt, reclaimable->text("batch_id"));
+    fields.update({{"batchId", grant.lease.batchId}, {"first", grant.lease.firstOffset}, {"last", grant.lease.lastOffset},
+                   {"attempt", grant.lease.attempt}, {"expiresAt", grant.lease.expiresAt}, {"reclaimed", true},
+                   {"previousBatchId", reclaimable->text("batch_id")}, {"base", nullptr}, {"gapBatchId", nullptr}});
+    ctx_.probe("log.lease.write", std::move(fields));
+    return grant;
+  }
+
+  // 2. Parallelism bound on held rows.
+  if (held >= o.maxParallelism) {
+    ctx_.probe("log.lease.none", {{"consumer", consumer}, {"reason", "parallelism"}});
+    return std::nullopt;
+  }
+
+  // 3. Where a fresh lease starts.
+  const int64_t base = std::max(cur.value_or(0), allocated);
+  const int64_t from = std::max(b.oldest, base);
+  if (from >= b.next) {
+    ctx_.probe("log.lease.none", {{"consumer", consumer}, {"reason", "empty"}});
+    return std::nullopt;
+  }
+
+  // 4. Its end: the batch size, the log's end, and the segment (or cold range) holding `from`.
+  int64_t last = std::min(from + size - 1, b.next - 1);
+  if (from < b.hot) {
+    std::optional<SqlRow> seg = log_detail::segmentHolding(txn, from);
+    last = std::min(last, seg ? seg->int64("last_offset") : b.hot - 1);
+  }
+
+  // 5. Gap row for offsets trimmed before anyone leased them (H5).
+  std::optional<std::string> gapId;
+  if (from > base) {
+    gapId = ctx_.random.uuid();
+    insertLeaseRow(txn, LogLeaseRow{*gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+  }
+
+  // 6. The lease and the allocation, in this same transaction (H4).
+  Grant grant;
+  grant.lease = LogLease{ctx_.random.uuid(), consumer, {}, from, last, 1, now + o.leaseMs};
+  insertLeaseRow(txn, LogLeaseRow{grant.lease.batchId, consumer, from, last, LeaseState::active, 1, grant.lease.expiresAt, now});
+  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
+           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
+           consumer, last + 1);
+  fields.update({{"batchId", grant.lease.batchId}, {"first", from}, {"last", last}, {"attempt", 1},
+                 {"expiresAt", grant.lease.expiresAt}, {"reclaimed", false}, {"previousBatchId", nullptr}, {"base", base},
+                 {"gap", gapId ? nlohmann::json::array({base, from - 1}) : nlohmann::json()},
+                 {"gapBatchId", gapId ? nlohmann::json(*gapId) : nlohmann::json()}});
+  ctx_.probe("log.lease.write", std::move(fields));
+
+  // 7. Let the cursor pass the trimmed offsets at once.
+  if (gapId) advance(txn, consumer, now);
+  return grant;
+}
+
+Task<std::optional<LogLease>> DurabilityLog::lease(const std::string& consumer, std::optional<int64_t> limit) {
+  requireLeases("lease", consumer);
+  if (limit && *limit <= 0) throw RangeError("limit must be a positive integer");
+  const int64_t size = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
+  const int64_t now = ctx_.clock.now();
+  std::optional<Grant> grant =
+      co_await ctx_.storage.transaction([&](StorageTxn& txn) { return grantLease(txn, consumer, size, now); });
+  if (!grant) co_return std::nullopt;
+
+  LogLease lease = std::move(grant->lease);
+  Task<std::vector<LogRecord>> loading = loadLeaseRecords(lease);
+  lease.records = co_await loading;
+
+  const LogLeaseOptions& o = *options_.leases;
+  if (grant->reclaimed && o.maxAttempts && o.onPoison && lease.attempt > *o.maxAttempts) {
+    Task<void> skipping = skipPoisoned(lease);
+    co_await skipping;
+    co_return std::nullopt;
+  }
+  nlohmann::json fields = {{"consumer", consumer},         {"batchId", lease.batchId},     {"first", lease.firstOffset},
+                           {"last", lease.lastOffset},     {"attempt", lease.attempt},     {"expiresAt", lease.expiresAt},
+                           {"reclaimed", grant->reclaimed}};
+  log_detail::describeRecords(fields, lease.records);
+  ctx_.probe("log.lease", std::move(fields));
+  co_return lease;
+}
+
+// log.md 7.1 step 4 (H6): the skip commits before onPoison runs; a throwing callback is logged.
+Task<void> DurabilityLog::skipPoisoned(const LogLease& lease) {
+  const int64_t now = ctx_.clock.now();
+  const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ? AND state = 'active'",
+                              lease.batchId)
+                         .rowsWritten() > 0;
+    ctx_.probe("log.lease.poison.write", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+                                          {"last", lease.lastOffset}, {"attempt", lease.attempt}, {"matched", hit}});
+    if (hit) advance(txn, lease.consumer, now);
+    return hit;
+  });
+  if (!matched) co_return;
+  ctx_.probe("log.poison.callback", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+                                     {"last", lease.lastOffset}, {"attempt", lease.attempt}});
+  std::string failure;
+  try {
+    Task<void> callback = options_.leases->onPoison(lease);
+    co_await callback;
+  } catch (...) {
+    failure = serializeError(std::current_exception()).message;
+  }
+  if (failure.empty()) co_return;
+  ctx_.probe("log.poison.failed", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"message", failure}});
+  ctx_.logger.error("durability.log.poison_handler.failed",
+                    {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"error", failure}});
+}
+
+// log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming).
+Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(const LogLease& lease) {
+  const int64_t now = ctx_.clock.now();
+  const Bounds b = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const Bounds bounds = readBounds(txn);
+    if (lease.firstOffset < bounds.oldest) dropTrimmedPrefix(txn, lease, bounds.oldest, now);
+    return bounds;
+  });
+  if (lease.firstOffset < b.oldest) {
+    ctx_.probe("log.lease.truncated",
+               {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", lease.firstOffset}, {"oldest", b.oldest}});
+    throw LogTruncatedError(lease.firstOffset, b.oldest);
+  }
+
+  // Hot offsets first (no suspension between the bounds and this read), then the flushed ones.
+  std::vector<LogRecord> hot = log_detail::hotRecords(ctx_.storage, std::max(lease.firstOffset, b.hot), lease.lastOffset);
+  std::vector<LogRecord> records;
+  int64_t o = lease.firstOffset;
+  while (o < std::min(b.hot, lease.lastOffset + 1)) {
+    std::optional<SqlRow> seg = log_detail::segmentHolding(ctx_.storage, o);
+    if (!seg || !options_.cold || !options_.cold->read) break;
+    const std::string locator = seg->text("locator");
+    const int64_t segLast = std::min(seg->int64("last_offset"), lease.lastOffset);
+    Task<std::optional<std::vector<LogRecord>>> reading = options_.cold->read(locator);
+    std::optional<std::vector<LogRecord>> loaded = co_await reading;
+    if (!loaded) break;
+    std::sort(loaded->begin(), loaded->end(), [](const LogRecord& x, const LogRecord& y) { return x.offset < y.offset; });
+    for (LogRecord& r : *loaded)
+      if (r.offset == o && o <= segLast) {
+        records.push_back(std::move(r));
+        ++o;
+      }
+    if (o <= segLast) break;  // the segment lacked an offset
+  }
+  for (LogRecord& r : hot)
+    if (r.offset == o) {
+      records.push_back(std::move(r));
+      ++o;
+    }
+  if (o <= lease.lastOffset) {
+    Task<void> releasing = releaseUnreadable(lease, o);
+    co_await releasing;
+    const int64_t oldest = std::max(o + 1, b.hot);
+    ctx_.probe("log.lease.unreadable",
+               {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", o}, {"oldest", oldest}});
+    throw LogTruncatedError(o, oldest);
+  }
+  co_return records;
+}
+
+// log.md 7.2 step 1, inside its transaction: the trimmed prefix of a still-matching lease is skipped.
+void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now) {
+  if (!txn.exec("SELECT 1 AS hit FROM durability_log_leases WHERE batch_id = ? AND state = 'active'", lease.batchId).next())
+    return;
+  nlohmann::json fields = {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+                           {"last", lease.lastOffset},   {"oldest", oldest},         {"skippedBatchId", nullptr}};
+  if (lease.lastOffset < oldest) {
+    txn.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ?", lease.batchId);
+    fields["whole"] = true;
+  } else {
+    const std::string skippedId = ctx_.random.uuid();
+    insertLeaseRow(txn, LogLeaseRow{skippedId, lease.consumer, lease.firstOffset, oldest - 1, LeaseState::skipped, 0, 0, now});
+    txn.exec("UPDATE durability_log_leases SET first_offset = ?, state = 'pending', expires_at = 0, attempt = attempt - 1"
+             " WHERE batch_id = ?",
+             oldest, lease.batchId);
+    fields["whole"] = false;
+    fields["skippedBatchId"] = skippedId;
+  }
+  ctx_.probe("log.lease.truncate.write", std::move(fields));
+  advance(txn, lease.consumer, now);
+}
+
+// log.md 7.2 step 2: an undeliverable lease goes back to pending, range and attempt count unchanged.
+Task<void> DurabilityLog::releaseUnreadable(const LogLease& lease, int64_t missing) {
+  co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'pending', expires_at = 0, attempt = attempt - 1"
+                              " WHERE batch_id = ? AND state = 'active'",
+                              lease.batchId)
+                         .rowsWritten() > 0;
+    if (hit)
+      ctx_.probe("log.lease.release.write", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"missing", missing}});
+  });
+}
+
+// log.md 7.3
+Task<void> DurabilityLog::ack(const std::string& consumer, const std::string& batchId) {
+  Task<void> settling = settle("ack", consumer, batchId);
+  co_await settling;
+}
+
+Task<void> DurabilityLog::nack(const std::string& consumer, const std::string& batchId) {
+  Task<void> settling = settle("nack", consumer, batchId);
+  co_await settling;
+}
+
+Task<void> DurabilityLog::settle(const char* how, const std::string& consumer, const std::string& batchId) {
+  requireLeases(how, consumer);
+  const bool isAck = std::string_view(how) == "ack";
+  const std::string writeEvent = std::string("log.") + how + ".write";
+  const int64_t now = ctx_.clock.now();
+  const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const char* sql = isAck ? "UPDATE durability_log_leases SET state = 'acked'"
+                              " WHERE batch_id = ? AND consumer = ? AND state = 'active'"
+                            : "UPDATE durability_log_leases SET state = 'pending', expires_at = 0"
+                              " WHERE batch_id = ? AND consumer = ? AND state = 'active'";
+    if (txn.exec(sql, batchId, consumer).rowsWritten() == 0) return false;
+    ctx_.probe(writeEvent, {{"consumer", consumer}, {"batchId", batchId}});
+    if (isAck) advance(txn, consumer, now);
+    return true;
+  });
+  if (!matched) {
+    ctx_.probe(std::string("log.") + how + ".rejected", {{"consumer", consumer}, {"batchId", batchId}});
+    throw LogLeaseError(batchId);
+  }
+}
+
+Task<std::vector<LogLeaseRow>> DurabilityLog::leases(const std::string& consumer) {
+  requireLeases("leases", consumer);
+  std::vector<LogLeaseRow> rows;
+  for (const SqlRow& row : ctx_.storage
+                               .exec("SELECT * FROM durability_log_leases WHERE consumer = ? ORDER BY first_offset, batch_id",
+                                     consumer)
+                               .toVector())
+    rows.push_back(LogLeaseRow{row.text("batch_id"), row.text("consumer"), row.int64("first_offset"),
+                               row.int64("last_offset"), stateFromName(row.text("state")), row.int64("attempt"),
+                               row.int64("expires_at"), row.int64("created_at")});
+  co_return rows;
+}
+
+}  // namespace durasim
