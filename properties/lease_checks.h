@@ -77,7 +77,7 @@ class LeaseChecks final : public sim::TraceSink {
   struct ObjectState {
     std::optional<LeaseOptions> options;  // of the current incarnation; nullopt = leases disabled
     bool optionsSeen = false, everLeases = false;
-    int64_t incarnation = -1;
+    bool rolledBack = false;  // a statement of the open transaction failed (its savepoint may be gone)
     Mirror durable, working;
     std::vector<std::pair<uint64_t, Mirror>> unconfirmed;  // local commits awaiting confirmation
     std::map<std::string, Touch> touched;

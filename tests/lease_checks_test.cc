@@ -14,8 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/errors.h"
+#include "engine/log.h"
 #include "properties/lease_checks.h"
 #include "sim/sqlite_store.h"
+#include "tests/log_test_rig.h"
 
 namespace durasim::properties {
 namespace {
@@ -696,6 +699,306 @@ TEST(LeaseChecks, AMalformedEventIsAClearError) {
   Rig rig;
   ReferenceLog& a = rig.log();
   EXPECT_THROW(a.emit("log.ack.write", {{"consumer", "c1"}}), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real DurabilityLog on the simulated runtime: scripted lease scenarios, every event checked.
+
+using rt_test::LogHost;
+using rt_test::LogRig;
+
+// A LogRig whose World feeds every event to a LeaseChecks reading the live stores.
+struct EngineRig : LogRig {
+  LeaseChecks checks{[this](const std::string& label, std::string_view sql) {
+                       return runtime.inspect(label.substr(0, label.find('/')), label.substr(label.find('/') + 1), sql);
+                     },
+                     rt_test::kLogClass};
+  explicit EngineRig(LogOptions options) {
+    env.options = std::move(options);
+    world.observe(checks);
+  }
+};
+
+LogOptions engineOptions(int64_t maxParallelism, std::optional<int64_t> maxAttempts = std::nullopt) {
+  LogOptions o;
+  o.maxBatchSize = 2;
+  o.leases = LogLeaseOptions{};
+  o.leases->maxParallelism = maxParallelism;
+  o.leases->leaseMs = kLeaseMs;
+  o.leases->maxAttempts = maxAttempts;
+  return o;
+}
+
+Task<void> appendRecords(LogHost& h, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(rt_test::rec(json(100 + i)));
+    EnqueueResult<std::vector<int64_t>> r = co_await t;
+    EXPECT_TRUE(r.success);
+  }
+}
+
+// The lease's batch id, or "" when lease() granted nothing or threw. `consumer` is a literal.
+Task<std::string> leaseId(LogHost& h, const char* consumer) {
+  const std::string name = consumer;
+  try {
+    Task<std::optional<LogLease>> t = h.log.lease(name);
+    std::optional<LogLease> lease = co_await t;
+    co_return lease ? lease->batchId : std::string();
+  } catch (const LogTruncatedError&) {
+    co_return std::string();
+  }
+}
+
+// Whether the settle was accepted (false: LogLeaseError).
+Task<bool> settled(LogHost& h, bool ack, const char* consumer, const std::string& batchId) {
+  const std::string name = consumer;
+  try {
+    Task<void> t = ack ? h.log.ack(name, batchId) : h.log.nack(name, batchId);
+    co_await t;
+    co_return true;
+  } catch (const LogLeaseError&) {
+    co_return false;
+  }
+}
+
+// Leases and acks until the consumer has passed the end of the log, waiting out held leases.
+Task<void> catchUp(LogHost& h, const std::string& consumer) {
+  for (int round = 0; round < 40; ++round) {
+    Task<LogBounds> tb = h.log.bounds();
+    const LogBounds b = co_await tb;
+    Task<std::optional<int64_t>> tc = h.log.cursor(consumer);
+    const std::optional<int64_t> cursor = co_await tc;
+    if (cursor == b.nextOffset) co_return;
+    Task<std::string> tl = leaseId(h, consumer.c_str());
+    const std::string id = co_await tl;
+    if (id.empty()) {
+      Task<void> wait = h.ctx.clock.sleepFor(kLeaseMs);
+      co_await wait;
+      continue;
+    }
+    Task<bool> ta = settled(h, true, consumer.c_str(), id);
+    co_await ta;
+  }
+  ADD_FAILURE() << consumer << " did not catch up";
+}
+
+// Runs the script, lets every consumer in `consumers` catch up, and checks the end of the run.
+sim::Tallies runEngine(EngineRig& rig, rt_test::LogScript script, std::vector<std::string> consumers) {
+  rig.run(std::move(script));
+  rig.run([consumers](LogHost& h) -> Task<json> {
+    for (const std::string& consumer : consumers) {
+      Task<void> t = catchUp(h, consumer);
+      co_await t;
+    }
+    co_return json(nullptr);
+  });
+  rig.checks.finish(rig.world.now());
+  return rig.checks.tallies();
+}
+
+void expectNoViolation(const sim::Tallies& tallies) {
+  for (const auto& [id, tally] : tallies.by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+}
+
+// Named awaits for the scripts below (no temporaries inside a co_await expression).
+#define LEASE(var, consumer)              \
+  Task<std::string> var##_t = leaseId(h, consumer); \
+  const std::string var = co_await var##_t
+#define SETTLE(var, ack, consumer, id)                      \
+  Task<bool> var##_t = settled(h, ack, consumer, id); \
+  const bool var = co_await var##_t
+#define APPEND(n)                                \
+  {                                              \
+    Task<void> append_t = appendRecords(h, n);   \
+    co_await append_t;                           \
+  }
+#define TRIM()                                   \
+  {                                              \
+    Task<int64_t> trim_t = h.log.trim();         \
+    co_await trim_t;                             \
+  }
+
+sim::Tallies scenarioOutOfOrderAcksNacksExpiryAndFencing() {
+  sim::Tallies tallies;
+  EngineRig rig(engineOptions(2));
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    APPEND(8);
+    LEASE(a, "c");
+    LEASE(b, "c");
+    LEASE(none, "c");  // at maxParallelism
+    SETTLE(ackB, true, "c", b);
+    SETTLE(ackB2, true, "c", b);       // settled once
+    SETTLE(ackOther, true, "other", a);  // another consumer's lease
+    SETTLE(ackA, true, "c", a);
+    LEASE(n, "c");
+    SETTLE(nackN, false, "c", n);
+    LEASE(r, "c");  // reclaimed after the nack
+    Task<void> wait = h.ctx.clock.sleepFor(kLeaseMs);
+    co_await wait;
+    LEASE(e, "c");  // reclaimed after expiry
+    SETTLE(ackR, true, "c", r);  // fenced
+    SETTLE(nackN2, false, "c", n);
+    SETTLE(ackE, true, "c", e);
+    LEASE(d, "d");  // an independent consumer
+    SETTLE(ackD, true, "d", d);
+    EXPECT_EQ(none, "");
+    EXPECT_TRUE(ackB && ackA && nackN && ackE && ackD);
+    EXPECT_FALSE(ackB2 || ackOther || ackR || nackN2);
+    EXPECT_NE(r, n);
+    EXPECT_NE(e, r);
+    co_return json(nullptr);
+  }, {"c", "d"}));
+  return tallies;
+}
+
+sim::Tallies scenarioPoisonWithAndWithoutAHandler() {
+  sim::Tallies tallies;
+  LogOptions withHandler = engineOptions(1, 1);
+  auto calls = std::make_shared<int>(0);
+  withHandler.leases->onPoison = [calls](const LogLease&) -> Task<void> {
+    ++*calls;
+    co_return;
+  };
+  EngineRig rig(std::move(withHandler));
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    APPEND(4);
+    LEASE(a, "c");
+    SETTLE(nacked, false, "c", a);
+    LEASE(poisoned, "c");  // skipped, onPoison called
+    EXPECT_TRUE(nacked);
+    EXPECT_EQ(poisoned, "");
+    co_return json(nullptr);
+  }, {"c"}));
+  EXPECT_EQ(*calls, 1);
+  EngineRig forever(engineOptions(1, 1));
+  tallies.merge(runEngine(forever, [](LogHost& h) -> Task<json> {
+    APPEND(2);
+    for (int i = 0; i < 3; ++i) {
+      LEASE(a, "c");
+      SETTLE(nacked, false, "c", a);
+      EXPECT_TRUE(nacked);
+    }
+    co_return json(nullptr);
+  }, {"c"}));
+  return tallies;
+}
+
+sim::Tallies scenarioTrimmedOffsetsGapRowsAndTruncatedRanges() {
+  sim::Tallies tallies;
+  LogOptions options = engineOptions(2);
+  options.retention = LogRetention{std::nullopt, 3, std::nullopt};
+  EngineRig rig(std::move(options));
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    APPEND(5);
+    TRIM();  // oldest 2: the first lease of "g" needs a gap row
+    LEASE(g, "g");
+    LEASE(a, "c");  // [2, 3]
+    LEASE(b, "c");  // [4]
+    SETTLE(nackA, false, "c", a);
+    APPEND(3);
+    TRIM();  // oldest 5: both ranges wholly trimmed
+    LEASE(truncated, "c");  // LogTruncatedError once
+    SETTLE(nackB, false, "c", b);
+    LEASE(truncated2, "c");
+    EXPECT_NE(g, "");
+    EXPECT_TRUE(nackA && nackB);
+    EXPECT_EQ(truncated, "");
+    EXPECT_EQ(truncated2, "");
+    co_return json(nullptr);
+  }, {"c", "g"}));
+  return tallies;
+}
+
+sim::Tallies scenarioAPartiallyTrimmedPendingRange() {
+  sim::Tallies tallies;
+  LogOptions options = engineOptions(1);
+  options.maxBatchSize = 3;
+  options.retention = LogRetention{std::nullopt, 3, std::nullopt};
+  EngineRig rig(std::move(options));
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    APPEND(3);
+    LEASE(a, "c");  // [0, 2]
+    SETTLE(nacked, false, "c", a);
+    APPEND(1);
+    TRIM();  // oldest 1
+    LEASE(truncated, "c");  // [0] skipped, [1, 2] pending
+    LEASE(rest, "c");
+    EXPECT_TRUE(nacked);
+    EXPECT_EQ(truncated, "");
+    EXPECT_NE(rest, "");
+    co_return json(nullptr);
+  }, {"c"}));
+  return tallies;
+}
+
+sim::Tallies scenarioAHeldLeaseSurvivesAResetAndIsReclaimedAfterExpiry() {
+  sim::Tallies tallies;
+  EngineRig rig(engineOptions(1));
+  rig.run([](LogHost& h) -> Task<json> {
+    APPEND(4);
+    LEASE(a, "c");
+    EXPECT_NE(a, "");
+    co_return json(nullptr);
+  });
+  rig.env.script = [](LogHost&) -> Task<json> { co_return json(nullptr); };
+  rig.faults.arm(sim::FaultKind::object_reset);
+  rig.Rig::call(rt_test::kLogClass, "a", "run");
+  rig.run_for(5'000);
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    LEASE(held, "c");
+    EXPECT_EQ(held, "");  // still held: leases survive the reset, and expire only with time
+    co_return json(nullptr);
+  }, {"c"}));
+  return tallies;
+}
+
+sim::Tallies scenarioWithoutTheOptionEveryLeaseMethodIsRefused() {
+  sim::Tallies tallies;
+  EngineRig rig{LogOptions{}};
+  rig.run([](LogHost& h) -> Task<json> {
+    APPEND(1);
+    bool refused = false;
+    try {
+      const std::string consumer = "c";
+      Task<std::optional<LogLease>> t = h.log.lease(consumer);
+      co_await t;
+    } catch (const TypeError&) {
+      refused = true;
+    }
+    EXPECT_TRUE(refused);
+    co_return json(nullptr);
+  });
+  rig.checks.finish(rig.world.now());
+  tallies.merge(rig.checks.tallies());
+  EXPECT_GT(rig.checks.tallies().by_id().at("LSE-16").checked, 1u);
+  return tallies;
+}
+
+using Scenario = sim::Tallies (*)();
+const std::map<std::string, Scenario>& scenarios() {
+  static const std::map<std::string, Scenario> all = {
+      {"out-of-order acks, nacks, expiry, fencing", scenarioOutOfOrderAcksNacksExpiryAndFencing},
+      {"poison with and without a handler", scenarioPoisonWithAndWithoutAHandler},
+      {"gap rows and wholly truncated ranges", scenarioTrimmedOffsetsGapRowsAndTruncatedRanges},
+      {"a partially trimmed pending range", scenarioAPartiallyTrimmedPendingRange},
+      {"a held lease across a reset", scenarioAHeldLeaseSurvivesAResetAndIsReclaimedAfterExpiry},
+      {"leases disabled", scenarioWithoutTheOptionEveryLeaseMethodIsRefused},
+  };
+  return all;
+}
+
+TEST(EngineLeases, EveryScenarioPassesEveryCheck) {
+  for (const auto& [name, scenario] : scenarios()) {
+    SCOPED_TRACE(name);
+    expectNoViolation(scenario());
+  }
+}
+
+TEST(EngineLeases, TogetherTheScenariosCheckEveryLseInvariant) {
+  sim::Tallies all;
+  for (const auto& [name, scenario] : scenarios()) all.merge(scenario());
+  ASSERT_EQ(all.by_id().size(), 16u);
+  for (const auto& [id, tally] : all.by_id()) EXPECT_GT(tally.checked, 0u) << id << " was never checked on the real log";
 }
 
 }  // namespace
