@@ -14,7 +14,7 @@
 //   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation), 03 (unique
 //       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
 //       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
-//       confirmed before the callback, attempt = maxAttempts + 1), 09, 10 (returned lease content),
+//       confirmed before the callback, with the skipped attempt > maxAttempts), 09, 10 (returned lease content),
 //       11, 13 (truncation writes once, throws after it), 14 (every skip advances in its transaction),
 //       16 (`log.lease.disabled` and lease writes against the options)
 //   at the end (quiescent, after heal): LSE-15 (every leasing consumer caught up, no row left),
@@ -77,15 +77,18 @@ class LeaseChecks final : public sim::TraceSink {
   struct ObjectState {
     std::optional<LeaseOptions> options;  // of the current incarnation; nullopt = leases disabled
     bool optionsSeen = false, everLeases = false;
+    std::map<int64_t, int64_t> clockOffset;  // incarnation -> clock.incarnation_offset (runtime.md 11.2)
     bool rolledBack = false;  // a statement of the open transaction failed (its savepoint may be gone)
     Mirror durable, working;
     std::vector<std::pair<uint64_t, Mirror>> unconfirmed;  // local commits awaiting confirmation
     std::map<std::string, Touch> touched;
     std::vector<nlohmann::json> openAppends;              // append writes of the open transaction
-    std::vector<std::string> openPoisons, openSettles;    // matched poison skips / settles ("ack:id")
-    std::map<uint64_t, std::vector<std::string>> poisonsByCommit;
+    std::vector<std::string> openSettles;                 // matched settles ("ack:id")
+    std::vector<std::pair<std::string, int64_t>> openPoisons;  // matched poison skips (batch id, attempt)
+    std::map<uint64_t, std::vector<std::pair<std::string, int64_t>>> poisonsByCommit;
+    std::map<std::string, int64_t> confirmedPoisons;      // batch id -> attempt of its durable skip
     std::map<uint64_t, std::vector<int64_t>> recordsByCommit;  // offsets learnt per unconfirmed commit
-    std::set<std::string> confirmedPoisons, settled, rejected, everIds, truncateWritten;
+    std::set<std::string> settled, rejected, everIds, truncateWritten;
     std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
   };
 
@@ -94,6 +97,7 @@ class LeaseChecks final : public sim::TraceSink {
   std::string label(const nlohmann::json& e) const;
   ObjectState& object(const nlohmann::json& e) { return objects_[label(e)]; }
   const Mirror& live(const ObjectState& obj) const;
+  int64_t objectNow(const nlohmann::json& e);
 
   void onOptions(const nlohmann::json& e);
   void onCommit(const nlohmann::json& e);

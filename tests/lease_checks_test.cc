@@ -57,6 +57,9 @@ class ReferenceLog {
         "CREATE TABLE durability_log_records (\"offset\" INTEGER PRIMARY KEY, dedup_key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL,"
         " bytes INTEGER NOT NULL, appended_at INTEGER NOT NULL)");
     store_.exec("CREATE TABLE durability_log_cursors (consumer TEXT PRIMARY KEY, \"offset\" INTEGER NOT NULL, committed_at INTEGER NOT NULL)");
+    store_.exec(
+        "CREATE TABLE durability_log_segments (first_offset INTEGER PRIMARY KEY, last_offset INTEGER NOT NULL, locator TEXT NOT NULL,"
+        " bytes INTEGER NOT NULL, flushed_at INTEGER NOT NULL)");
     store_.exec("CREATE TABLE durability_log_seq (id INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, total_bytes INTEGER NOT NULL)");
     store_.exec("INSERT INTO durability_log_seq VALUES (1, 0, 0)");
     if (!leases_.is_null()) {
@@ -71,7 +74,7 @@ class ReferenceLog {
   }
 
   Faults faults;
-  int64_t now = kStart;
+  int64_t now = kStart;  // the World's time; the log's clock adds the incarnation's offset
   bool holdConfirm = false;  // commits stay unconfirmed until the next crash decides them
 
   void emit(const std::string& ev, json fields = json::object()) {
@@ -102,8 +105,26 @@ class ReferenceLog {
     unconfirmed_.clear();
     emit("incarnation.end", {{"reset", true}, {"cause", "crash"}});
     ++incarnation_;
+    clockOffset_ = 0;
     emit("incarnation.start");
     emitOptions();
+  }
+
+  // clock.incarnation_offset: this incarnation's clock runs `offset` ms ahead of the World's;
+  // `announce` emits the fault event the runtime traces.
+  void offsetClock(int64_t offset, bool announce) {
+    clockOffset_ = offset;
+    if (announce) emit("fault", {{"fault", "clock.incarnation_offset"}, {"point", "start"}, {"details", {{"offset", offset}}}});
+  }
+
+  // An ack whose transaction body fails after its write event: the savepoint rolls the write back.
+  // `announce` emits the statement-error fault event the runtime traces.
+  void ackRolledBack(const std::string& consumer, const std::string& id, bool announce) {
+    store_.savepoint_begin();
+    store_.exec("UPDATE durability_log_leases SET state = 'acked' WHERE batch_id = ?", {id});
+    emit("log.ack.write", {{"consumer", consumer}, {"batchId", id}});
+    if (announce) emit("fault", {{"fault", "storage.statement_error"}, {"point", "statement"}, {"details", json::object()}});
+    store_.savepoint_rollback();
   }
 
   void append(int64_t count) {
@@ -140,6 +161,7 @@ class ReferenceLog {
       return std::nullopt;
     }
     const int64_t leaseMs = leases_.at("leaseMs").get<int64_t>();
+    const int64_t clock = now + clockOffset_;
     const std::optional<int64_t> curBefore = cursor(consumer), allocBefore = allocation(consumer);
     const int64_t oldest = hot(), nextOffset = next();
     json common = {{"consumer", consumer}, {"held", held(consumer)}, {"cursor", opt(curBefore)}, {"allocation", opt(allocBefore)},
@@ -147,7 +169,7 @@ class ReferenceLog {
     std::vector<SqlRow> reclaimable =
         store_.exec("SELECT * FROM durability_log_leases WHERE consumer = ? AND (state = 'pending' OR (state = 'active' AND expires_at <= ?))"
                     " ORDER BY first_offset LIMIT 1",
-                    {consumer, now})
+                    {consumer, clock})
             .toVector();
     std::string id;
     int64_t first = 0, last = 0, attempt = 1;
@@ -160,8 +182,8 @@ class ReferenceLog {
       attempt = reclaimable[0].int64("attempt") + 1;
       reclaimed = true;
       store_.exec("UPDATE durability_log_leases SET batch_id = ?, state = 'active', attempt = ?, expires_at = ? WHERE batch_id = ?",
-                  {id, attempt, now + leaseMs, previous});
-      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt}, {"expiresAt", now + leaseMs}, {"reclaimed", true},
+                  {id, attempt, clock + leaseMs, previous});
+      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt}, {"expiresAt", clock + leaseMs}, {"reclaimed", true},
                      {"previousBatchId", previous}, {"base", nullptr}, {"gap", nullptr}, {"gapBatchId", nullptr}});
       emit("log.lease.write", common);
     } else {
@@ -183,9 +205,9 @@ class ReferenceLog {
         gapId = newId();
         store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'skipped', 0, 0, ?)", {gapId, consumer, base, first - 1, now});
       }
-      store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'active', 1, ?, ?)", {id, consumer, first, last, now + leaseMs, now});
+      store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'active', 1, ?, ?)", {id, consumer, first, last, clock + leaseMs, now});
       store_.exec("INSERT OR REPLACE INTO durability_log_allocations VALUES (?, ?)", {consumer, last + 1});
-      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", 1}, {"expiresAt", now + leaseMs}, {"reclaimed", false},
+      common.update({{"batchId", id}, {"first", first}, {"last", last}, {"attempt", 1}, {"expiresAt", clock + leaseMs}, {"reclaimed", false},
                      {"base", base}, {"gap", gap ? json::array({base, first - 1}) : json()}, {"gapBatchId", gap ? json(gapId) : json()}});
       emit("log.lease.write", common);
       if (gap && !faults.skipWithoutAdvance) advance(consumer);
@@ -206,7 +228,7 @@ class ReferenceLog {
       bodies.push_back(faults.wrongBody ? std::string("\"tampered\"") : r.text("payload"));
     }
     emit("log.lease", {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt},
-                       {"expiresAt", now + leaseMs}, {"reclaimed", reclaimed}, {"offsets", offsets}, {"keys", keys}, {"bodies", bodies}});
+                       {"expiresAt", clock + leaseMs}, {"reclaimed", reclaimed}, {"offsets", offsets}, {"keys", keys}, {"bodies", bodies}});
     return id;
   }
 
@@ -271,7 +293,7 @@ class ReferenceLog {
   int64_t held(const std::string& consumer) {
     return store_
         .exec("SELECT count(*) AS n FROM durability_log_leases WHERE consumer = ? AND (state = 'pending' OR (state = 'active' AND expires_at > ?))",
-              {consumer, now})
+              {consumer, now + clockOffset_})
         .one()
         .int64("n");
   }
@@ -340,6 +362,7 @@ class ReferenceLog {
   std::string label_;
   json leases_;
   int64_t incarnation_ = 1;
+  int64_t clockOffset_ = 0;
   int ids_ = 0;
   std::vector<uint64_t> unconfirmed_;
 };
@@ -509,7 +532,7 @@ TEST(LeaseChecks, PoisonCallbackWithTheWrongAttemptViolatesDurableFirst) {
   a.nack("c1", *a.lease("c1"));
   a.faults.lateCallbackAttempt = true;
   a.lease("c1");
-  EXPECT_VIOLATES(rig, "LSE-08", "attempt 1");
+  EXPECT_VIOLATES(rig, "LSE-08", "attempt 1 after skipping attempt 2");
 }
 
 TEST(LeaseChecks, PoisonedRangeReturnedWithAHandlerViolatesDurableFirst) {
@@ -699,6 +722,55 @@ TEST(LeaseChecks, AMalformedEventIsAClearError) {
   Rig rig;
   ReferenceLog& a = rig.log();
   EXPECT_THROW(a.emit("log.ack.write", {{"consumer", "c1"}}), std::invalid_argument);
+}
+
+TEST(LeaseChecks, ExpiryIsJudgedOnTheIncarnationsOwnClock) {
+  for (const bool announced : {true, false}) {
+    Rig rig;
+    ReferenceLog& a = rig.log(1);
+    a.offsetClock(400, announced);
+    a.append(6);
+    const std::string l1 = *a.lease("c1");
+    a.now += kLeaseMs;  // the object's clock reaches expiresAt; the World's time is 400 ms short of it
+    EXPECT_NE(a.lease("c1"), std::nullopt);
+    EXPECT_FALSE(a.ack("c1", l1));
+    if (announced) {
+      for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+    } else {
+      EXPECT_VIOLATES(rig, "LSE-02", "fresh lease of c1 [0, 2]");
+    }
+  }
+}
+
+TEST(LeaseChecks, AWriteRolledBackByAFailedStatementIsNotHeldAgainstTheLog) {
+  for (const bool announced : {true, false}) {
+    Rig rig;
+    ReferenceLog& a = rig.log();
+    a.append(3);
+    const std::string l1 = *a.lease("c1");
+    a.ackRolledBack("c1", l1, announced);
+    a.append(1);  // the transaction commits without the ack
+    if (announced) {
+      EXPECT_TRUE(a.ack("c1", l1));
+      for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+    } else {
+      EXPECT_VIOLATES(rig, "LSE-05", "without advancing");
+      EXPECT_VIOLATES(rig, "LSE-04", "consumer c1 has stored lease rows");
+    }
+  }
+}
+
+TEST(LeaseChecks, AConsumerWhoseUnleasedTailWasTrimmedHasCaughtUp) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  a.ack("c1", *a.lease("c1"));
+  a.append(3);
+  a.trimBelow(6);  // nothing readable: lease() grants nothing and inserts no gap row
+  EXPECT_FALSE(a.lease("c1"));
+  rig.checks.finish(a.now);
+  EXPECT_GT(rig.tally("LSE-15").checked, 0u);
+  EXPECT_EQ(rig.tally("LSE-15").violated, 0u) << firstExample(rig.tally("LSE-15"));
 }
 
 // ---------------------------------------------------------------------------------------------
