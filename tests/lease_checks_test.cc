@@ -110,7 +110,7 @@ class ReferenceLog {
     emitOptions();
   }
 
-  // clock.incarnation_offset: this incarnation's clock runs `offset` ms ahead of the World's;
+  // clock.incarnation_offset: this incarnation's clock reads the World's time plus `offset`;
   // `announce` emits the fault event the runtime traces.
   void offsetClock(int64_t offset, bool announce) {
     clockOffset_ = offset;
