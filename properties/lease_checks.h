@@ -4,8 +4,11 @@
 // `app.lease.outcome`. It keeps a mirror of every object's lease rows, allocations and cursors built
 // only from the `*.write` events: a write applies to the open transaction's view at once, becomes a
 // local commit with the next `commit` of its incarnation, is durable at `confirm`, and vanishes with a
-// `commit.failed`, the end of its incarnation, or a durability decision that does not keep it. State
-// checks read the object's live store at the commit through a StoreReader.
+// `commit.failed`, the end of its incarnation, or a durability decision that does not keep it; after a
+// `storage.statement_error` fault (a savepoint may have undone described writes) the next commit
+// takes the store as it is instead of judging the mirror. Expiry is judged on the object's clock
+// (World time plus the incarnation's `clock.incarnation_offset`). State checks read the object's live
+// store at the commit through a StoreReader.
 //   [S] at commits: LSE-01 (held rows disjoint), LSE-05 (cursor not past a held row, settled rows
 //       below it gone, no settled row at it), LSE-12 (coverage of [0, allocation)), LSE-14 (the
 //       cursor already passed a fresh skip); the stored rows, allocations and cursors against the
@@ -14,11 +17,15 @@
 //   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation), 03 (unique
 //       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
 //       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
-//       confirmed before the callback, with the skipped attempt > maxAttempts), 09, 10 (returned lease content),
-//       11, 13 (truncation writes once, throws after it), 14 (every skip advances in its transaction),
-//       16 (`log.lease.disabled` and lease writes against the options)
-//   at the end (quiescent, after heal): LSE-15 (every leasing consumer caught up, no row left),
-//       LSE-16 (no lease tables on objects never configured with leases)
+//       confirmed before the callback, with the attempt it skipped, > maxAttempts), 09, 10 (returned
+//       lease content against the appended records; release of unreadable ranges), 11, 13 (truncation
+//       writes once, throws after it), 14 (every skip advances in its transaction), 16
+//       (`log.lease.disabled` and lease writes against the options, lease tables at `log.options`);
+//       LSE-04 also from the workload: an `app.lease.outcome` ok matches a committed settle, a
+//       LogLeaseError a rejection the log traced
+//   at the end (quiescent, after heal): LSE-15 (every leasing consumer at nextOffset, or with nothing
+//       readable left, and no lease row left), LSE-16 (no lease tables on objects never configured
+//       with leases)
 #pragma once
 
 #include <cstdint>
