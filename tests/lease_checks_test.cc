@@ -1046,6 +1046,78 @@ sim::Tallies scenarioWithoutTheOptionEveryLeaseMethodIsRefused() {
   return tallies;
 }
 
+// Cold segments for the log: `lost` makes every read come back empty.
+struct ColdSegments {
+  std::map<std::string, std::vector<LogRecord>> segments;
+  bool lost = false;
+};
+
+Task<std::string> writeSegment(std::shared_ptr<ColdSegments> cold, LogSegment segment) {
+  const std::string locator = "seg-" + std::to_string(segment.firstOffset);
+  cold->segments[locator] = segment.records;
+  co_return locator;
+}
+
+Task<std::optional<std::vector<LogRecord>>> readSegment(std::shared_ptr<ColdSegments> cold, std::string locator) {
+  if (cold->lost) co_return std::nullopt;
+  co_return cold->segments.at(locator);
+}
+
+sim::Tallies scenarioRehydratedAndUnreadableRanges() {
+  sim::Tallies tallies;
+  auto cold = std::make_shared<ColdSegments>();
+  LogOptions options = engineOptions(1);
+  options.maxBatchSize = 3;
+  options.retention = LogRetention{std::nullopt, 1, std::nullopt};
+  options.cold = LogColdStorage{[cold](const LogSegment& s) { return writeSegment(cold, s); },
+                                [cold](const std::string& l) { return readSegment(cold, l); }};
+  EngineRig rig(std::move(options));
+  tallies.merge(runEngine(rig, [cold](LogHost& h) -> Task<json> {
+    APPEND(4);
+    LEASE(a, "c");  // [0, 2]
+    SETTLE(nacked, false, "c", a);
+    TRIM();  // flushes [0, 2] to a cold segment
+    LEASE(rehydrated, "c");
+    SETTLE(acked, true, "c", rehydrated);
+    LEASE(b, "d");  // d's [0, 2] is cold: lost, the lease is released
+    cold->lost = true;
+    SETTLE(nackedB, false, "d", b);
+    LEASE(unreadable, "d");
+    cold->lost = false;
+    EXPECT_TRUE(nacked && acked && nackedB);
+    EXPECT_NE(rehydrated, "");
+    EXPECT_EQ(unreadable, "");
+    co_return json(nullptr);
+  }, {"c", "d"}));
+  EXPECT_EQ(rig.sink.count("log.lease.release.write"), 1u);
+  EXPECT_GT(rig.sink.count("log.cold.write"), 0u);
+  return tallies;
+}
+
+// The confirmation of the grant's commit fails: the reset keeps it or not (the World decides).
+sim::Tallies scenarioAnUncertainGrantCommit() {
+  sim::Tallies tallies;
+  EngineRig rig(engineOptions(2));
+  rig.run([](LogHost& h) -> Task<json> {
+    APPEND(6);
+    co_return json(nullptr);
+  });
+  rig.faults.arm(sim::FaultKind::storage_commit_uncertain);
+  rig.env.script = [](LogHost& h) -> Task<json> {
+    LEASE(a, "c");
+    co_return json(a);
+  };
+  rig.Rig::call(rt_test::kLogClass, "a", "run");
+  rig.run_for(5'000);
+  EXPECT_EQ(rig.sink.count("durability"), 1u);
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    LEASE(b, "c");
+    EXPECT_NE(b, "");
+    co_return json(nullptr);
+  }, {"c"}));
+  return tallies;
+}
+
 using Scenario = sim::Tallies (*)();
 const std::map<std::string, Scenario>& scenarios() {
   static const std::map<std::string, Scenario> all = {
@@ -1055,6 +1127,8 @@ const std::map<std::string, Scenario>& scenarios() {
       {"a partially trimmed pending range", scenarioAPartiallyTrimmedPendingRange},
       {"a held lease across a reset", scenarioAHeldLeaseSurvivesAResetAndIsReclaimedAfterExpiry},
       {"leases disabled", scenarioWithoutTheOptionEveryLeaseMethodIsRefused},
+      {"rehydrated and unreadable ranges", scenarioRehydratedAndUnreadableRanges},
+      {"an uncertain grant commit", scenarioAnUncertainGrantCommit},
   };
   return all;
 }
