@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -780,14 +782,23 @@ using rt_test::LogHost;
 using rt_test::LogRig;
 
 // A LogRig whose World feeds every event to a LeaseChecks reading the live stores.
-struct EngineRig : LogRig {
+// `tamper` may rewrite an event (or drop it, returning null) before the checker sees it.
+using Tamper = std::function<json(json)>;
+
+struct EngineRig : LogRig, sim::TraceSink {
   LeaseChecks checks{[this](const std::string& label, std::string_view sql) {
                        return runtime.inspect(label.substr(0, label.find('/')), label.substr(label.find('/') + 1), sql);
                      },
                      rt_test::kLogClass};
-  explicit EngineRig(LogOptions options) {
+  Tamper tamper;
+  explicit EngineRig(LogOptions options, Tamper tampering = nullptr) : tamper(std::move(tampering)) {
     env.options = std::move(options);
-    world.observe(checks);
+    world.observe(*this);
+  }
+  void record(const json& event) override {
+    if (!tamper) return checks.record(event);
+    const json changed = tamper(event);
+    if (!changed.is_null()) checks.record(changed);
   }
 };
 
@@ -890,9 +901,9 @@ void expectNoViolation(const sim::Tallies& tallies) {
     co_await trim_t;                             \
   }
 
-sim::Tallies scenarioOutOfOrderAcksNacksExpiryAndFencing() {
+sim::Tallies scenarioOutOfOrderAcksNacksExpiryAndFencing(Tamper tamper) {
   sim::Tallies tallies;
-  EngineRig rig(engineOptions(2));
+  EngineRig rig(engineOptions(2), std::move(tamper));
   tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
     APPEND(8);
     LEASE(a, "c");
@@ -1121,7 +1132,7 @@ sim::Tallies scenarioAnUncertainGrantCommit() {
 using Scenario = sim::Tallies (*)();
 const std::map<std::string, Scenario>& scenarios() {
   static const std::map<std::string, Scenario> all = {
-      {"out-of-order acks, nacks, expiry, fencing", scenarioOutOfOrderAcksNacksExpiryAndFencing},
+      {"out-of-order acks, nacks, expiry, fencing", [] { return scenarioOutOfOrderAcksNacksExpiryAndFencing(nullptr); }},
       {"poison with and without a handler", scenarioPoisonWithAndWithoutAHandler},
       {"gap rows and wholly truncated ranges", scenarioTrimmedOffsetsGapRowsAndTruncatedRanges},
       {"a partially trimmed pending range", scenarioAPartiallyTrimmedPendingRange},
@@ -1145,6 +1156,36 @@ TEST(EngineLeases, TogetherTheScenariosCheckEveryLseInvariant) {
   for (const auto& [name, scenario] : scenarios()) all.merge(scenario());
   ASSERT_EQ(all.by_id().size(), 16u);
   for (const auto& [id, tally] : all.by_id()) EXPECT_GT(tally.checked, 0u) << id << " was never checked on the real log";
+}
+
+// The real event stream, altered in one place, is caught: the checks are not vacuous on it.
+TEST(EngineLeases, AnAlteredRealStreamIsCaught) {
+  const auto nth = [](const char* type, int n, std::function<json(json)> change) {
+    auto seen = std::make_shared<int>(0);
+    return [=](json e) { return e.at("ev") == type && ++*seen == n ? change(std::move(e)) : e; };
+  };
+  const std::vector<std::tuple<std::string, std::string, Tamper>> cases = {
+      {"LSE-05", "without advancing", nth("log.advance.write", 1, [](json) { return json(); })},
+      {"LSE-02", "expected to start at 0", nth("log.lease.write", 1, [](json e) {
+         e["first"] = 1;
+         return e;
+       })},
+      {"LSE-11", "ack by x settled", nth("log.ack.write", 2, [](json e) {
+         e["consumer"] = "x";
+         return e;
+       })},
+      {"LSE-10", "with wrong records", nth("log.lease", 1, [](json e) {
+         e["bodies"][0] = "\"changed\"";
+         return e;
+       })},
+  };
+  for (const auto& [id, text, tamper] : cases) {
+    SCOPED_TRACE(id);
+    const sim::Tallies tallies = scenarioOutOfOrderAcksNacksExpiryAndFencing(tamper);
+    const sim::InvariantTally& tally = tallies.by_id().at(id);
+    EXPECT_GT(tally.violated, 0u);
+    EXPECT_NE(firstExample(tally).find(text), std::string::npos) << firstExample(tally);
+  }
 }
 
 }  // namespace
