@@ -155,6 +155,7 @@ class DurabilityLog {
   void requireLeases(const char* method, const std::string& consumer);
   std::optional<Grant> grantLease(StorageTxn& txn, const std::string& consumer, int64_t size, int64_t now);
   void advance(StorageTxn& txn, const std::string& consumer, int64_t now);
+  void coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now);
   Task<std::vector<LogRecord>> loadLeaseRecords(const LogLease& lease);
   void dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now);
   Task<void> releaseUnreadable(const LogLease& lease, int64_t missing);

@@ -147,6 +147,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   const int64_t base = std::max(cur.value_or(0), allocated);
   const int64_t from = std::max(b.oldest, base);
   if (from >= b.next) {
+    if (from > base) coverTrimmedTail(txn, consumer, base, from, now);
     ctx_.probe("log.lease.none", {{"consumer", consumer}, {"reason", "empty"}});
     return std::nullopt;
   }
@@ -181,6 +182,20 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   // 7. Let the cursor pass the trimmed offsets at once.
   if (gapId) advance(txn, consumer, now);
   return grant;
+}
+
+// Decision (docs/decisions.md): with nothing left to lease because every offset from `base` on was
+// trimmed, the gap row of step 5 is still written, the allocation moves to `from` and the cursor
+// advances, so a leased consumer of a fully trimmed log reaches nextOffset (LSE-15).
+void DurabilityLog::coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now) {
+  const std::string gapId = ctx_.random.uuid();
+  insertLeaseRow(txn, LogLeaseRow{gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
+           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
+           consumer, from);
+  ctx_.probe("log.lease.gap.write",
+             {{"consumer", consumer}, {"gap", nlohmann::json::array({base, from - 1})}, {"gapBatchId", gapId}, {"allocation", from}});
+  advance(txn, consumer, now);
 }
 
 Task<std::optional<LogLease>> DurabilityLog::lease(const std::string& consumer, std::optional<int64_t> limit) {

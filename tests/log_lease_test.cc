@@ -394,6 +394,25 @@ TEST(LogLeaseTrim, OffsetsTrimmedBeforeAnyLeaseAreSkippedAndTheCursorPassesThem)
   EXPECT_EQ(out, (json{json{3, 4, 1}, 3, json{json{3, 4, "active", 1}}}));
 }
 
+TEST(LogLeaseTrim, AFullyTrimmedLogStillMovesTheCursorToNextOffset) {
+  LogRig rig;
+  rig.env.options = leased();
+  rig.env.options.retention = LogRetention{500, std::nullopt, std::nullopt};
+  const json out = rig.run([](LogHost& h) -> Task<json> {
+    co_await appendN(h, 3);
+    co_await h.ctx.clock.sleepFor(1'000);
+    co_await h.log.trim();
+    json lease = co_await leaseOf(h, kC);
+    json cursor = co_await cursorOf(h, kC);
+    json rows = co_await rowsOf(h, kC);
+    co_await appendN(h, 1);
+    json next = co_await leaseOf(h, kC);
+    co_return json{lease, cursor, rows, next};
+  });
+  EXPECT_EQ(out, (json{"none", 3, json::array(), json{3, 3, 1}}));
+  EXPECT_EQ(rig.count("SELECT allocated_offset AS n FROM durability_log_allocations WHERE consumer = 'c'"), 4);
+}
+
 TEST(LogLeaseTrim, APendingRangeWithATrimmedPrefixThrowsOnceThenCarriesOn) {
   LogRig rig;
   rig.env.options = leasedWithRetention(3, 2);
