@@ -163,6 +163,7 @@ void LeaseChecks::observe(const json& e) {
   if (!leaseEnabled(e, object(e))) return;
   if (ev == "log.lease.write") return onLeaseWrite(e);
   if (ev == "log.lease.none") return onLeaseNone(e);
+  if (ev == "log.lease.gap.write") return onTailGapWrite(e);
   if (ev == "log.lease.truncate.write") return onTruncateWrite(e);
   if (ev == "log.lease.truncated") return onTruncated(e);
   if (ev == "log.lease.release.write") return onReleaseWrite(e);
@@ -402,6 +403,39 @@ void LeaseChecks::onLeaseNone(const json& e) {
     return label(e) + " granted " + consumer + " nothing (" + reason + ") holding " + str(held) + " of " + str(obj.options->maxParallelism) +
            (reclaimable ? " with a reclaimable row" : "");
   });
+}
+
+// Nothing left to lease but offsets from `base` on were trimmed: the gap row alone, the allocation at
+// its end, and an advance (docs/decisions.md, "A fully trimmed tail is still covered").
+void LeaseChecks::onTailGapWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer");
+  Mirror& m = obj.working;
+  const int64_t now = objectNow(e);
+  int64_t held = 0;
+  bool reclaimable = false;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
+    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+  }
+  tallies_.check("LSE-06", !reclaimable && held < obj.options->maxParallelism, [&] {
+    return object + " covered the trimmed tail of " + consumer + " holding " + str(held) + (reclaimable ? " with a reclaimable row" : "");
+  });
+  const json& gap = e.at("gap");
+  const int64_t first = gap.at(0).get<int64_t>(), last = gap.at(1).get<int64_t>(), allocation = num(e, "allocation");
+  const std::optional<int64_t> cursor = lookup(m.cursor, consumer), before = lookup(m.allocation, consumer);
+  const int64_t base = std::max(cursor.value_or(0), before.value_or(0));
+  tallies_.check("LSE-02", first == base && last >= first && allocation == last + 1, [&] {
+    return object + " tail gap row " + range(first, last) + " of " + consumer + " with allocation " + str(allocation) + " after " +
+           str(before) + ": expected to start at " + str(base) + " and end just below the allocation";
+  });
+  const std::string gapId = text(e, "gapBatchId");
+  tallies_.check("LSE-03", obj.everIds.insert(gapId).second, [&] { return object + " reused batch id " + gapId + " for a tail gap row"; });
+  m.rows[gapId] = Row{consumer, first, last, "skipped", 0, 0};
+  m.allocation[consumer] = allocation;
+  demandAdvance(obj, consumer, "LSE-14", true);
+  touch(obj, consumer, "LSE-02");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -747,19 +781,11 @@ void LeaseChecks::finish(int64_t now) {
     }
     if (!tables) continue;
     const Mirror stored = readStore(object);
-    const SqlRow bounds = reader_(object,
-                                  "SELECT (SELECT next_offset FROM durability_log_seq) AS next, (SELECT MIN(\"offset\") FROM"
-                                  " durability_log_records) AS hot, (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
-                              .one();
-    const int64_t next = bounds.int64("next");
-    const int64_t oldest = std::min(bounds.optInt64("seg").value_or(next), bounds.optInt64("hot").value_or(next));
+    const int64_t next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq").one().int64("n");
     for (const auto& [consumer, allocation] : stored.allocation) {
       const std::optional<int64_t> cursor = lookup(stored.cursor, consumer);
       const auto rows = rowsOf(stored.rows, consumer);
-      // With nothing readable, lease() returns before it would insert the gap row (log.md 7.1 step 3),
-      // so a consumer whose unleased tail was trimmed rests below nextOffset having consumed everything.
-      const bool caughtUp = cursor == next || oldest == next;
-      tallies_.check("LSE-15", caughtUp && rows.empty(), [&] {
+      tallies_.check("LSE-15", cursor == next && rows.empty(), [&] {
         return object + " " + consumer + " at " + str(now) + " ends with cursor " + str(cursor) + " of next offset " + str(next) + " and " +
                str(static_cast<int64_t>(rows.size())) + " lease rows left" +
                (rows.empty() ? "" : ", the first " + range(rows.front().second.first, rows.front().second.last) + " " + rows.front().second.state);

@@ -14,7 +14,8 @@
 //       cursor already passed a fresh skip); the stored rows, allocations and cursors against the
 //       mirror: an untouched consumer under LSE-09, a touched one under the ID of what touched it
 //       (LSE-02 grant, LSE-04 settle, LSE-05 advance, LSE-08 poison, LSE-10 release, LSE-13 truncation)
-//   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation), 03 (unique
+//   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation; the gap row
+//       alone of a fully trimmed tail, `log.lease.gap.write`), 03 (unique
 //       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
 //       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
 //       confirmed before the callback, with the attempt it skipped, > maxAttempts), 09, 10 (returned
@@ -23,9 +24,8 @@
 //       (`log.lease.disabled` and lease writes against the options, lease tables at `log.options`);
 //       LSE-04 also from the workload: an `app.lease.outcome` ok matches a committed settle, a
 //       LogLeaseError a rejection the log traced
-//   at the end (quiescent, after heal): LSE-15 (every leasing consumer at nextOffset, or with nothing
-//       readable left, and no lease row left), LSE-16 (no lease tables on objects never configured
-//       with leases)
+//   at the end (quiescent, after heal): LSE-15 (every leasing consumer at nextOffset, no lease row
+//       left), LSE-16 (no lease tables on objects never configured with leases)
 #pragma once
 
 #include <cstdint>
@@ -115,6 +115,7 @@ class LeaseChecks final : public sim::TraceSink {
   void onFreshGrant(const nlohmann::json& e, ObjectState& obj);
   void onReclaim(const nlohmann::json& e, ObjectState& obj);
   void onLeaseNone(const nlohmann::json& e);
+  void onTailGapWrite(const nlohmann::json& e);
   void onTruncateWrite(const nlohmann::json& e);
   void onTruncated(const nlohmann::json& e);
   void onReleaseWrite(const nlohmann::json& e);

@@ -40,7 +40,7 @@ struct Faults {
   bool reclaimKeepsId = false;        // a reclaim does not fence the old batch id
   bool ignoreParallelism = false;     // fresh grants beyond maxParallelism
   bool callbackBeforeCommit = false;  // onPoison runs before the skip commits
-  bool noGapRow = false;              // trimmed offsets below a fresh lease stay uncovered (H5)
+  bool noGapRow = false;              // trimmed offsets below a fresh lease, or a trimmed tail, stay uncovered (H5)
   bool skipWithoutAdvance = false;    // gap, truncation and poison skips do not advance (H6)
   bool settleIgnoresConsumer = false; // ack/nack do not check the consumer (H8)
   bool baseIgnoresAllocation = false; // fresh leases start at the cursor, not the allocation
@@ -198,7 +198,10 @@ class ReferenceLog {
       const int64_t base = std::max(curBefore.value_or(0), faults.baseIgnoresAllocation ? 0 : allocBefore.value_or(0));
       first = std::max(oldest, base);
       if (first >= nextOffset) {
+        if (first > base && !faults.noGapRow) coverTrimmedTail(consumer, base, first);
         emit("log.lease.none", {{"consumer", consumer}, {"reason", "empty"}});
+        commit();
+        confirm();
         return std::nullopt;
       }
       last = std::min(first + limit - 1, nextOffset - 1);
@@ -319,6 +322,15 @@ class ReferenceLog {
             .rowsWritten();
     const std::optional<int64_t> to = x > cur.value_or(0) ? std::optional<int64_t>(x) : cur;
     emit("log.advance.write", {{"consumer", consumer}, {"cursor", opt(cur)}, {"to", opt(to)}, {"deleted", deleted}});
+  }
+
+  // docs/decisions.md: with every offset from `base` on trimmed, the gap row alone.
+  void coverTrimmedTail(const std::string& consumer, int64_t base, int64_t from) {
+    const std::string gapId = newId();
+    store_.exec("INSERT INTO durability_log_leases VALUES (?, ?, ?, ?, 'skipped', 0, 0, ?)", {gapId, consumer, base, from - 1, now});
+    store_.exec("INSERT OR REPLACE INTO durability_log_allocations VALUES (?, ?)", {consumer, from});
+    emit("log.lease.gap.write", {{"consumer", consumer}, {"gap", {base, from - 1}}, {"gapBatchId", gapId}, {"allocation", from}});
+    if (!faults.skipWithoutAdvance) advance(consumer);
   }
 
   // log.md 7.2.1: the trimmed prefix becomes a skipped row, then LogTruncatedError.
@@ -763,17 +775,36 @@ TEST(LeaseChecks, AWriteRolledBackByAFailedStatementIsNotHeldAgainstTheLog) {
   }
 }
 
-TEST(LeaseChecks, AConsumerWhoseUnleasedTailWasTrimmedHasCaughtUp) {
+// A consumer whose unleased tail was trimmed reaches nextOffset through a gap row of its own; a log
+// that leaves the tail uncovered keeps it below nextOffset for good.
+TEST(LeaseChecks, ATrimmedTailIsCoveredByAGapRowAlone) {
+  for (const bool covered : {true, false}) {
+    Rig rig;
+    ReferenceLog& a = rig.log();
+    a.append(3);
+    a.ack("c1", *a.lease("c1"));
+    a.append(3);
+    a.trimBelow(6);  // nothing readable
+    a.faults.noGapRow = !covered;
+    EXPECT_FALSE(a.lease("c1"));
+    EXPECT_EQ(a.cursor("c1"), covered ? 6 : 3);
+    rig.checks.finish(a.now);
+    if (covered) {
+      EXPECT_GT(rig.tally("LSE-15").checked, 0u);
+      for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+    } else {
+      EXPECT_VIOLATES(rig, "LSE-15", "c1 at 1000000 ends with cursor 3 of next offset 6");
+    }
+  }
+}
+
+TEST(LeaseChecks, ATailGapRowThatDoesNotStartAtTheBaseViolatesAllocation) {
   Rig rig;
   ReferenceLog& a = rig.log();
   a.append(3);
   a.ack("c1", *a.lease("c1"));
-  a.append(3);
-  a.trimBelow(6);  // nothing readable: lease() grants nothing and inserts no gap row
-  EXPECT_FALSE(a.lease("c1"));
-  rig.checks.finish(a.now);
-  EXPECT_GT(rig.tally("LSE-15").checked, 0u);
-  EXPECT_EQ(rig.tally("LSE-15").violated, 0u) << firstExample(rig.tally("LSE-15"));
+  a.emit("log.lease.gap.write", {{"consumer", "c1"}, {"gap", {4, 5}}, {"gapBatchId", "g1"}, {"allocation", 6}});
+  EXPECT_VIOLATES(rig, "LSE-02", "tail gap row [4, 5] of c1 with allocation 6 after 3: expected to start at 3");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1058,6 +1089,28 @@ sim::Tallies scenarioWithoutTheOptionEveryLeaseMethodIsRefused() {
   return tallies;
 }
 
+// Retention by age trims the whole log: the consumer's unleased tail is covered by a gap row alone.
+sim::Tallies scenarioAFullyTrimmedTail() {
+  sim::Tallies tallies;
+  LogOptions options = engineOptions(1);
+  options.retention = LogRetention{1'000, std::nullopt, std::nullopt};
+  EngineRig rig(std::move(options));
+  tallies.merge(runEngine(rig, [](LogHost& h) -> Task<json> {
+    APPEND(5);
+    LEASE(a, "c");  // [0, 1]
+    SETTLE(acked, true, "c", a);
+    Task<void> wait = h.ctx.clock.sleepFor(2'000);
+    co_await wait;
+    TRIM();  // nothing readable
+    LEASE(none, "c");
+    EXPECT_TRUE(acked);
+    EXPECT_EQ(none, "");
+    co_return json(nullptr);
+  }, {"c"}));
+  EXPECT_EQ(rig.sink.count("log.lease.gap.write"), 1u);
+  return tallies;
+}
+
 // Cold segments for the log: `lost` makes every read come back empty.
 struct ColdSegments {
   std::map<std::string, std::vector<LogRecord>> segments;
@@ -1141,6 +1194,7 @@ const std::map<std::string, Scenario>& scenarios() {
       {"leases disabled", scenarioWithoutTheOptionEveryLeaseMethodIsRefused},
       {"rehydrated and unreadable ranges", scenarioRehydratedAndUnreadableRanges},
       {"an uncertain grant commit", scenarioAnUncertainGrantCommit},
+      {"a fully trimmed tail", scenarioAFullyTrimmedTail},
   };
   return all;
 }
