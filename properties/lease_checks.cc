@@ -1,0 +1,797 @@
+// LSE checks; see lease_checks.h.
+#include "properties/lease_checks.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace durasim::properties {
+
+namespace {
+using nlohmann::json;
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
+std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
+int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
+std::optional<int64_t> optNum(const json& e, const char* field) {
+  auto it = e.find(field);
+  if (it == e.end() || it->is_null()) return std::nullopt;
+  return it->get<int64_t>();
+}
+bool flag(const json& e, const char* field) {
+  auto it = e.find(field);
+  return it != e.end() && it->is_boolean() && it->get<bool>();
+}
+template <class Map, class Key>
+std::optional<int64_t> lookup(const Map& m, const Key& k) {
+  auto it = m.find(k);
+  return it == m.end() ? std::nullopt : std::optional<int64_t>(it->second);
+}
+std::string range(int64_t first, int64_t last) { return "[" + str(first) + ", " + str(last) + "]"; }
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+bool settledState(const std::string& state) { return state == "acked" || state == "skipped"; }
+bool heldState(const std::string& state, int64_t expiresAt, int64_t now) {
+  return state == "pending" || (state == "active" && expiresAt > now);
+}
+bool reclaimableState(const std::string& state, int64_t expiresAt, int64_t now) {
+  return state == "pending" || (state == "active" && expiresAt <= now);
+}
+
+constexpr std::string_view kLeaseTable = "durability_log_leases";
+constexpr std::string_view kAllocationTable = "durability_log_allocations";
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The mirror's queries and the advance it predicts (log.md 7.4)
+
+namespace {
+
+template <class Row>
+std::vector<std::pair<std::string, Row>> rowsOf(const std::map<std::string, Row>& rows, const std::string& consumer) {
+  std::vector<std::pair<std::string, Row>> out;
+  for (const auto& [id, row] : rows)
+    if (row.consumer == consumer) out.emplace_back(id, row);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second.first != b.second.first ? a.second.first < b.second.first : a.first < b.first;
+  });
+  return out;
+}
+
+struct Advance {
+  std::optional<int64_t> before, to;
+  int64_t deleted = 0, x = 0;
+};
+
+template <class Mirror>
+Advance predictAdvance(const Mirror& m, const std::string& consumer) {
+  Advance a;
+  a.before = lookup(m.cursor, consumer);
+  int64_t x = a.before.value_or(0);
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
+    if (row.last < x) continue;
+    if (row.first > x || !settledState(row.state)) break;
+    x = row.last + 1;
+  }
+  a.x = x;
+  a.to = x > a.before.value_or(0) ? std::optional<int64_t>(x) : a.before;
+  for (const auto& [id, row] : m.rows)
+    if (row.consumer == consumer && settledState(row.state) && row.last < x) ++a.deleted;
+  return a;
+}
+
+}  // namespace
+
+LeaseChecks::LeaseChecks(StoreReader reader, std::string className) : reader_(std::move(reader)), className_(std::move(className)) {
+  for (int i = 1; i <= 16; ++i) tallies_.declare(std::string("LSE-") + (i < 10 ? "0" : "") + std::to_string(i));
+}
+
+bool LeaseChecks::mine(const json& event) const {
+  auto it = event.find("object");
+  if (it == event.end() || !it->is_string()) return false;
+  const std::string& object = it->get_ref<const std::string&>();
+  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
+         object[className_.size()] == '/';
+}
+
+std::string LeaseChecks::label(const json& e) const { return text(e, "object"); }
+
+// The object's clock at the event: the World's time plus its incarnation's offset, if any.
+int64_t LeaseChecks::objectNow(const json& e) {
+  const std::optional<int64_t> offset = lookup(object(e).clockOffset, num(e, "incarnation"));
+  return num(e, "t") + offset.value_or(0);
+}
+
+const LeaseChecks::Mirror& LeaseChecks::live(const ObjectState& obj) const {
+  return obj.unconfirmed.empty() ? obj.durable : obj.unconfirmed.back().second;
+}
+
+void LeaseChecks::record(const json& e) {
+  try {
+    observe(e);
+  } catch (const json::exception& error) {
+    throw std::invalid_argument("lease checks: malformed " + e.value("ev", std::string("event")) + " event (" + error.what() + "): " + e.dump());
+  }
+}
+
+void LeaseChecks::observe(const json& e) {
+  auto evIt = e.find("ev");
+  if (evIt == e.end() || !evIt->is_string()) return;
+  const std::string& ev = evIt->get_ref<const std::string&>();
+  if (ev == "app.lease.outcome") return onOutcome(e);
+  if (!mine(e) || !e.contains("incarnation")) return;
+  if (ev == "commit" || ev == "commit.noop") return onCommit(e);
+  if (ev == "fault") {
+    // A failed statement rolls back its savepoint without a trace event: the writes described so
+    // far may not have happened, so the next commit resynchronises the mirror instead of judging it.
+    const std::string fault = text(e, "fault");
+    if (fault == "storage.statement_error") object(e).rolledBack = true;
+    if (fault == "clock.incarnation_offset") object(e).clockOffset[num(e, "incarnation")] = num(e.at("details"), "offset");
+    return;
+  }
+  if (ev == "confirm") return onConfirm(e);
+  if (ev == "durability") return onDurability(e);
+  if (ev == "commit.failed" || ev == "incarnation.end") return discardOpen(object(e));
+  if (ev == "log.options") return onOptions(e);
+  if (ev == "log.append.write") {
+    object(e).openAppends.push_back(e);
+    return;
+  }
+  if (ev == "log.commit.write") {
+    ObjectState& obj = object(e);
+    if (!flag(e, "moved")) return;
+    const std::string consumer = text(e, "consumer");
+    obj.working.cursor[consumer] = num(e, "offset");
+    obj.working.manualCursor.insert(consumer);
+    touch(obj, consumer, "LSE-05");
+    return;
+  }
+  if (ev == "log.lease.disabled") {
+    const ObjectState& obj = object(e);
+    tallies_.check("LSE-16", !obj.options.has_value(), [&] {
+      return label(e) + " threw the disabled-leases TypeError from " + text(e, "method") + " with the leases option set";
+    });
+    return;
+  }
+  if (ev.rfind("log.lease", 0) != 0 && ev.rfind("log.ack", 0) != 0 && ev.rfind("log.nack", 0) != 0 &&
+      ev.rfind("log.poison", 0) != 0 && ev != "log.advance.write")
+    return;
+  if (!leaseEnabled(e, object(e))) return;
+  if (ev == "log.lease.write") return onLeaseWrite(e);
+  if (ev == "log.lease.none") return onLeaseNone(e);
+  if (ev == "log.lease.gap.write") return onTailGapWrite(e);
+  if (ev == "log.lease.truncate.write") return onTruncateWrite(e);
+  if (ev == "log.lease.truncated") return onTruncated(e);
+  if (ev == "log.lease.release.write") return onReleaseWrite(e);
+  if (ev == "log.lease.poison.write") return onPoisonWrite(e);
+  if (ev == "log.poison.callback") return onPoisonCallback(e);
+  if (ev == "log.ack.write") return onSettleWrite(e, true);
+  if (ev == "log.nack.write") return onSettleWrite(e, false);
+  if (ev == "log.ack.rejected") return onSettleRejected(e, true);
+  if (ev == "log.nack.rejected") return onSettleRejected(e, false);
+  if (ev == "log.advance.write") return onAdvanceWrite(e);
+  if (ev == "log.lease") return onLease(e);
+}
+
+// LSE-16 [H]: lease probes only come from a log with the leases option (the disabled TypeError is
+// thrown before anything is probed).
+bool LeaseChecks::leaseEnabled(const json& e, ObjectState& obj) {
+  return tallies_.check("LSE-16", obj.options.has_value(), [&] {
+    return label(e) + " emitted " + text(e, "ev") + " without the leases option";
+  });
+}
+
+void LeaseChecks::touch(ObjectState& obj, const std::string& consumer, const std::string& id) {
+  Touch& t = obj.touched[consumer];
+  if (t.id.empty()) t.id = id;
+}
+
+void LeaseChecks::demandAdvance(ObjectState& obj, const std::string& consumer, const std::string& id, bool skip) {
+  Touch& t = obj.touched[consumer];
+  if (!t.needsAdvance) t.needsAdvance = id;
+  t.skipped = t.skipped || skip;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options, commits, confirmations, durability decisions
+
+void LeaseChecks::onOptions(const json& e) {
+  const std::string object = label(e);
+  ObjectState& obj = objects_[object];
+  obj.optionsSeen = true;
+  const json& leases = e.at("leases");
+  if (leases.is_null()) {
+    obj.options.reset();
+    if (!obj.everLeases)
+      tallies_.check("LSE-16", !hasLeaseTables(object), [&] { return object + " has lease tables but was never given the leases option"; });
+    return;
+  }
+  LeaseOptions o;
+  o.maxParallelism = num(leases, "maxParallelism");
+  o.leaseMs = num(leases, "leaseMs");
+  o.maxAttempts = optNum(leases, "maxAttempts");
+  o.onPoison = flag(leases, "onPoison");
+  o.maxBatchSize = num(e, "maxBatchSize");
+  obj.options = o;
+  obj.everLeases = true;
+  tallies_.check("LSE-16", hasLeaseTables(object), [&] { return object + " has the leases option but no lease tables"; });
+}
+
+void LeaseChecks::onCommit(const json& e) {
+  const std::string object = label(e);
+  ObjectState& obj = objects_[object];
+  const bool numbered = text(e, "ev") == "commit";
+  const uint64_t commit = numbered ? e.at("commit").get<uint64_t>() : 0;
+  for (const auto& [consumer, t] : obj.touched) {
+    if (!t.needsAdvance || obj.rolledBack) continue;
+    tallies_.check(*t.needsAdvance, t.advanced, [&] {
+      return object + " committed a " + (t.skipped ? "skip" : "settle") + " of " + consumer + " without advancing its cursor in the same transaction";
+    });
+  }
+  if (!obj.touched.empty() && obj.options && hasLeaseTables(object)) checkStore(object, obj, objectNow(e));
+  if (numbered) {
+    obj.unconfirmed.emplace_back(commit, obj.working);
+    if (!obj.openPoisons.empty()) obj.poisonsByCommit[commit] = obj.openPoisons;
+    if (obj.options) learnRecords(object, obj, commit);
+  }
+  obj.settled.insert(obj.openSettles.begin(), obj.openSettles.end());
+  obj.touched.clear();
+  obj.openAppends.clear();
+  obj.openPoisons.clear();
+  obj.openSettles.clear();
+  obj.rolledBack = false;
+}
+
+void LeaseChecks::onConfirm(const json& e) {
+  ObjectState& obj = object(e);
+  const uint64_t commit = e.at("commit").get<uint64_t>();
+  while (!obj.unconfirmed.empty() && obj.unconfirmed.front().first <= commit) {
+    obj.durable = std::move(obj.unconfirmed.front().second);
+    obj.unconfirmed.erase(obj.unconfirmed.begin());
+  }
+  for (auto it = obj.poisonsByCommit.begin(); it != obj.poisonsByCommit.end() && it->first <= commit;) {
+    for (const auto& [batchId, attempt] : it->second) obj.confirmedPoisons[batchId] = attempt;
+    it = obj.poisonsByCommit.erase(it);
+  }
+  obj.recordsByCommit.erase(obj.recordsByCommit.begin(), obj.recordsByCommit.upper_bound(commit));
+}
+
+// The first `kept` unconfirmed commits survive, the others vanish (runtime.md 4.5).
+void LeaseChecks::onDurability(const json& e) {
+  ObjectState& obj = object(e);
+  const auto kept = static_cast<std::size_t>(num(e, "kept"));
+  if (kept > 0 && kept <= obj.unconfirmed.size()) obj.durable = obj.unconfirmed[kept - 1].second;
+  for (std::size_t i = kept; i < obj.unconfirmed.size(); ++i) {
+    const uint64_t lost = obj.unconfirmed[i].first;
+    if (auto it = obj.recordsByCommit.find(lost); it != obj.recordsByCommit.end())
+      for (int64_t offset : it->second) obj.records.erase(offset);
+    obj.poisonsByCommit.erase(lost);
+  }
+  obj.unconfirmed.clear();
+  obj.recordsByCommit.clear();
+  obj.poisonsByCommit.clear();
+  discardOpen(obj);
+}
+
+void LeaseChecks::discardOpen(ObjectState& obj) {
+  obj.working = live(obj);
+  obj.touched.clear();
+  obj.openAppends.clear();
+  obj.openPoisons.clear();
+  obj.openSettles.clear();
+  obj.rolledBack = false;
+}
+
+// The records each committed append added, as stored (LSE-10 compares leases against them).
+void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj, uint64_t commit) {
+  for (const json& a : obj.openAppends) {
+    const int64_t first = num(a, "first"), next = num(a, "next");
+    if (next <= first) continue;
+    const std::string sql = "SELECT \"offset\" AS o, dedup_key, payload FROM durability_log_records WHERE \"offset\" >= " + str(first) +
+                            " AND \"offset\" < " + str(next);
+    for (const SqlRow& r : reader_(object, sql).toVector()) {
+      obj.records[r.int64("o")] = {r.text("dedup_key"), r.text("payload")};
+      obj.recordsByCommit[commit].push_back(r.int64("o"));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transaction A: grants and reclaims (log.md 7.1)
+
+void LeaseChecks::onLeaseWrite(const json& e) {
+  ObjectState& obj = object(e);
+  if (flag(e, "reclaimed"))
+    onReclaim(e, obj);
+  else
+    onFreshGrant(e, obj);
+}
+
+void LeaseChecks::onFreshGrant(const json& e, ObjectState& obj) {
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const LeaseOptions& o = *obj.options;
+  Mirror& m = obj.working;
+  const int64_t now = objectNow(e);
+  const int64_t first = num(e, "first"), last = num(e, "last");
+  int64_t held = 0;
+  bool reclaimable = false;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
+    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+    if (heldState(row.state, row.expiresAt, now))
+      tallies_.check("LSE-01", last < row.first || first > row.last, [&] {
+        return object + " granted " + consumer + " " + range(first, last) + " overlapping held lease " + id + " " + range(row.first, row.last);
+      });
+  }
+  tallies_.check("LSE-06", !reclaimable && held < o.maxParallelism && num(e, "held") == held, [&] {
+    return object + " granted a fresh lease to " + consumer + " holding " + str(held) + " (event says " + str(num(e, "held")) +
+           ") of maxParallelism " + str(o.maxParallelism) + (reclaimable ? " with a reclaimable row left" : "");
+  });
+  const std::optional<int64_t> cursor = lookup(m.cursor, consumer), allocation = lookup(m.allocation, consumer);
+  const int64_t base = std::max(cursor.value_or(0), allocation.value_or(0));
+  const int64_t from = std::max(num(e, "oldest"), base);
+  const bool gap = from > base;
+  const json& gapField = e.at("gap");
+  const bool reportedGap = gapField.is_array() && gapField.size() == 2;
+  const bool gapOk = gap ? reportedGap && gapField[0].get<int64_t>() == base && gapField[1].get<int64_t>() == from - 1 : gapField.is_null();
+  const int64_t hot = num(e, "hot"), next = num(e, "next");
+  const bool shape = last >= first && last < next && last - first + 1 <= o.maxBatchSize && (first >= hot || last < hot) &&
+                     num(e, "attempt") == 1 && num(e, "expiresAt") == now + o.leaseMs;
+  tallies_.check("LSE-02", optNum(e, "cursor") == cursor && optNum(e, "allocation") == allocation && num(e, "base") == base &&
+                               first == from && gapOk && shape,
+                 [&] {
+                   return object + " fresh lease of " + consumer + " " + range(first, last) + " with cursor " + str(cursor) +
+                          ", allocation " + str(allocation) + ", oldest " + str(num(e, "oldest")) + ": expected to start at " + str(from) +
+                          (gapOk ? "" : " with a gap row " + range(base, from - 1)) + (shape ? "" : ", a range within the log and maxBatchSize");
+                 });
+  tallies_.check("LSE-03", obj.everIds.insert(batchId).second && (!reportedGap || obj.everIds.insert(text(e, "gapBatchId")).second),
+                 [&] { return object + " reused batch id " + batchId + " (or its gap row's id)"; });
+  if (reportedGap) {
+    m.rows[text(e, "gapBatchId")] = Row{consumer, gapField[0].get<int64_t>(), gapField[1].get<int64_t>(), "skipped", 0, 0};
+    demandAdvance(obj, consumer, "LSE-14", true);
+  }
+  m.rows[batchId] = Row{consumer, first, last, "active", 1, num(e, "expiresAt")};
+  m.allocation[consumer] = last + 1;
+  touch(obj, consumer, "LSE-02");
+}
+
+void LeaseChecks::onReclaim(const json& e, ObjectState& obj) {
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId"), previous = text(e, "previousBatchId");
+  Mirror& m = obj.working;
+  const int64_t now = objectNow(e);
+  const int64_t first = num(e, "first"), last = num(e, "last"), attempt = num(e, "attempt");
+  std::optional<std::string> lowest;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
+    if (!lowest && reclaimableState(row.state, row.expiresAt, now)) lowest = id;
+    if (id != previous && heldState(row.state, row.expiresAt, now))
+      tallies_.check("LSE-01", last < row.first || first > row.last, [&] {
+        return object + " reclaimed " + range(first, last) + " for " + consumer + " overlapping held lease " + id;
+      });
+  }
+  auto prev = m.rows.find(previous);
+  const bool ok = prev != m.rows.end() && lowest == previous && prev->second.first == first && prev->second.last == last &&
+                  attempt == prev->second.attempt + 1 && batchId != previous && num(e, "expiresAt") == now + obj.options->leaseMs;
+  tallies_.check("LSE-03", ok && obj.everIds.insert(batchId).second, [&] {
+    return object + " reclaim of " + previous + " as " + batchId + " " + range(first, last) + " attempt " + str(attempt) +
+           (prev == m.rows.end() ? ": no such row" : ", the row has attempt " + str(prev->second.attempt) + " range " + range(prev->second.first, prev->second.last)) +
+           "; the lowest reclaimable row is " + lowest.value_or("none");
+  });
+  if (prev != m.rows.end()) m.rows.erase(prev);
+  m.rows[batchId] = Row{consumer, first, last, "active", attempt, num(e, "expiresAt")};
+  m.fenced.insert(previous);
+  touch(obj, consumer, "LSE-03");
+}
+
+void LeaseChecks::onLeaseNone(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer"), reason = text(e, "reason");
+  const int64_t now = objectNow(e);
+  int64_t held = 0;
+  bool reclaimable = false;
+  for (const auto& [id, row] : rowsOf(obj.working.rows, consumer)) {
+    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+  }
+  const bool atLimit = held >= obj.options->maxParallelism;
+  tallies_.check("LSE-06", !reclaimable && (reason == "parallelism") == atLimit, [&] {
+    return label(e) + " granted " + consumer + " nothing (" + reason + ") holding " + str(held) + " of " + str(obj.options->maxParallelism) +
+           (reclaimable ? " with a reclaimable row" : "");
+  });
+}
+
+// Nothing left to lease but offsets from `base` on were trimmed: the gap row alone, the allocation at
+// its end, and an advance (docs/decisions.md, "A fully trimmed tail is still covered").
+void LeaseChecks::onTailGapWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer");
+  Mirror& m = obj.working;
+  const int64_t now = objectNow(e);
+  int64_t held = 0;
+  bool reclaimable = false;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
+    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+  }
+  tallies_.check("LSE-06", !reclaimable && held < obj.options->maxParallelism, [&] {
+    return object + " covered the trimmed tail of " + consumer + " holding " + str(held) + (reclaimable ? " with a reclaimable row" : "");
+  });
+  const json& gap = e.at("gap");
+  const int64_t first = gap.at(0).get<int64_t>(), last = gap.at(1).get<int64_t>(), allocation = num(e, "allocation");
+  const std::optional<int64_t> cursor = lookup(m.cursor, consumer), before = lookup(m.allocation, consumer);
+  const int64_t base = std::max(cursor.value_or(0), before.value_or(0));
+  tallies_.check("LSE-02", first == base && last >= first && allocation == last + 1, [&] {
+    return object + " tail gap row " + range(first, last) + " of " + consumer + " with allocation " + str(allocation) + " after " +
+           str(before) + ": expected to start at " + str(base) + " and end just below the allocation";
+  });
+  const std::string gapId = text(e, "gapBatchId");
+  tallies_.check("LSE-03", obj.everIds.insert(gapId).second, [&] { return object + " reused batch id " + gapId + " for a tail gap row"; });
+  m.rows[gapId] = Row{consumer, first, last, "skipped", 0, 0};
+  m.allocation[consumer] = allocation;
+  demandAdvance(obj, consumer, "LSE-14", true);
+  touch(obj, consumer, "LSE-02");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truncation, release, poison (log.md 7.1 step 4, 7.2)
+
+void LeaseChecks::onTruncateWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const int64_t first = num(e, "first"), last = num(e, "last"), oldest = num(e, "oldest");
+  const bool whole = flag(e, "whole");
+  Mirror& m = obj.working;
+  auto it = m.rows.find(batchId);
+  const bool matches = it != m.rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
+                       it->second.first == first && it->second.last == last;
+  const bool newId = whole || obj.everIds.insert(text(e, "skippedBatchId")).second;
+  tallies_.check("LSE-13", matches && first < oldest && whole == (last < oldest) && newId, [&] {
+    return label(e) + " truncation of " + batchId + " " + range(first, last) + " at oldest " + str(oldest) + (whole ? " (whole)" : "") +
+           (matches ? "" : " does not match an active row") + (newId ? "" : " reused a batch id");
+  });
+  if (it != m.rows.end()) {
+    if (whole || last < oldest) {
+      it->second.state = "skipped";
+    } else {
+      m.rows[text(e, "skippedBatchId")] = Row{consumer, first, oldest - 1, "skipped", 0, 0};
+      it->second.first = oldest;
+      it->second.state = "pending";
+      it->second.expiresAt = 0;
+      it->second.attempt -= 1;
+    }
+  }
+  obj.truncateWritten.insert(batchId);
+  demandAdvance(obj, consumer, "LSE-14", true);
+  touch(obj, consumer, "LSE-13");
+}
+
+// LSE-13: a truncation error follows its truncation write, unless the row had been fenced.
+void LeaseChecks::onTruncated(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string batchId = text(e, "batchId");
+  auto it = obj.working.rows.find(batchId);
+  const bool stillActive = it != obj.working.rows.end() && it->second.state == "active";
+  tallies_.check("LSE-13", obj.truncateWritten.count(batchId) > 0 || !stillActive, [&] {
+    return label(e) + " threw LogTruncatedError(" + str(num(e, "requested")) + ", " + str(num(e, "oldest")) + ") for " + batchId +
+           " without moving the trimmed offsets into a skipped row";
+  });
+}
+
+void LeaseChecks::onReleaseWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  auto it = obj.working.rows.find(batchId);
+  const bool ok = it != obj.working.rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
+                  num(e, "missing") >= it->second.first && num(e, "missing") <= it->second.last;
+  tallies_.check("LSE-10", ok, [&] {
+    return label(e) + " released " + batchId + " for unreadable offset " + str(num(e, "missing")) + " but it is not an active lease holding it";
+  });
+  if (it != obj.working.rows.end()) {
+    it->second.state = "pending";
+    it->second.expiresAt = 0;
+    it->second.attempt -= 1;
+  }
+  touch(obj, consumer, "LSE-10");
+}
+
+void LeaseChecks::onPoisonWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const LeaseOptions& o = *obj.options;
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const int64_t attempt = num(e, "attempt");
+  tallies_.check("LSE-07", o.onPoison, [&] { return label(e) + " skipped poisoned " + batchId + " without an onPoison handler"; });
+  auto it = obj.working.rows.find(batchId);
+  const bool active = it != obj.working.rows.end() && it->second.state == "active" && it->second.consumer == consumer;
+  tallies_.check("LSE-08", o.maxAttempts && attempt > *o.maxAttempts && flag(e, "matched") == active, [&] {
+    return label(e) + " poison skip of " + batchId + " attempt " + str(attempt) + " (maxAttempts " + str(o.maxAttempts) + "), matched " +
+           (flag(e, "matched") ? "true" : "false") + " against an " + (active ? "active" : "absent") + " row";
+  });
+  if (!flag(e, "matched")) return;
+  if (it != obj.working.rows.end()) it->second.state = "skipped";
+  obj.openPoisons.emplace_back(batchId, attempt);
+  demandAdvance(obj, consumer, "LSE-14", true);
+  touch(obj, consumer, "LSE-08");
+}
+
+// LSE-08: the callback runs only after its skip is durable, with the attempt it skipped. That is
+// maxAttempts + 1 unless a crash lost an earlier skip of the range after its reclaim had committed.
+void LeaseChecks::onPoisonCallback(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string batchId = text(e, "batchId");
+  const std::optional<int64_t> skipped = lookup(obj.confirmedPoisons, batchId);
+  tallies_.check("LSE-08", skipped && num(e, "attempt") == *skipped, [&] {
+    return label(e) + " ran onPoison for " + batchId + " attempt " + str(num(e, "attempt")) +
+           (skipped ? " after skipping attempt " + str(skipped) : " before its skip was durable");
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settlement and advance (log.md 7.3, 7.4)
+
+void LeaseChecks::onSettleWrite(const json& e, bool ack) {
+  ObjectState& obj = object(e);
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const char* verb = ack ? "ack" : "nack";
+  Mirror& m = obj.working;
+  auto it = m.rows.find(batchId);
+  tallies_.check("LSE-03", m.fenced.count(batchId) == 0,
+                 [&] { return object + " " + verb + " of " + batchId + " matched after a reclaim had replaced it"; });
+  tallies_.check("LSE-04", it != m.rows.end() && it->second.state == "active", [&] {
+    return object + " " + verb + " of " + batchId + " matched a " + (it == m.rows.end() ? std::string("missing") : it->second.state) + " lease";
+  });
+  if (it != m.rows.end()) {
+    tallies_.check("LSE-11", it->second.consumer == consumer, [&] {
+      return object + " " + verb + " by " + consumer + " settled " + batchId + " of " + it->second.consumer;
+    });
+    tallies_.check("LSE-09", it->second.consumer == consumer, [&] {
+      return object + " " + verb + " by " + consumer + " changed the lease " + batchId + " of " + it->second.consumer;
+    });
+    if (it->second.consumer != consumer) touch(obj, it->second.consumer, "LSE-09");
+    if (ack) {
+      it->second.state = "acked";
+    } else {
+      it->second.state = "pending";
+      it->second.expiresAt = 0;
+    }
+  }
+  if (ack) demandAdvance(obj, consumer, "LSE-05", false);
+  obj.openSettles.push_back(std::string(verb) + ":" + batchId);
+  touch(obj, consumer, "LSE-04");
+}
+
+void LeaseChecks::onSettleRejected(const json& e, bool ack) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const Mirror& m = obj.working;
+  auto it = m.rows.find(batchId);
+  const bool settleable = it != m.rows.end() && it->second.state == "active" && it->second.consumer == consumer;
+  std::string id = "LSE-04";
+  if (m.fenced.count(batchId)) id = "LSE-03";
+  else if (it != m.rows.end() && it->second.consumer != consumer) id = "LSE-11";
+  tallies_.check(id, !settleable, [&] {
+    return label(e) + " rejected " + (ack ? "ack" : "nack") + " of the active lease " + batchId + " of " + consumer;
+  });
+  obj.rejected.insert(batchId);
+}
+
+// LSE-05 [H]: the advance recomputed from the mirror (log.md 7.4).
+void LeaseChecks::onAdvanceWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer");
+  Mirror& m = obj.working;
+  const Advance a = predictAdvance(m, consumer);
+  tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
+    return label(e) + " advance of " + consumer + " from " + str(optNum(e, "cursor")) + " to " + str(optNum(e, "to")) + " deleting " +
+           str(num(e, "deleted")) + "; the settled run from " + str(a.before) + " gives " + str(a.to) + " deleting " + str(a.deleted);
+  });
+  if (a.to && a.to != a.before) {
+    m.cursor[consumer] = *a.to;
+    m.manualCursor.erase(consumer);
+  }
+  for (auto it = m.rows.begin(); it != m.rows.end();)
+    it = it->second.consumer == consumer && settledState(it->second.state) && it->second.last < a.x ? m.rows.erase(it) : std::next(it);
+  obj.touched[consumer].advanced = true;
+  touch(obj, consumer, "LSE-05");
+}
+
+// LSE-10: a returned lease is a committed grant and carries exactly the records of its range.
+void LeaseChecks::onLease(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string object = label(e);
+  const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const int64_t first = num(e, "first"), last = num(e, "last"), attempt = num(e, "attempt");
+  const Mirror& m = obj.working;
+  auto it = m.rows.find(batchId);
+  const bool fenced = m.fenced.count(batchId) > 0;
+  const bool granted = it != m.rows.end() && it->second.consumer == consumer && it->second.first == first && it->second.last == last &&
+                       it->second.attempt == attempt && it->second.expiresAt == num(e, "expiresAt");
+  const json& offsets = e.at("offsets");
+  const json& keys = e.at("keys");
+  const json& bodies = e.at("bodies");
+  bool content = offsets.size() == static_cast<std::size_t>(last - first + 1) && keys.size() == offsets.size() && bodies.size() == offsets.size();
+  std::string wrong;
+  for (std::size_t i = 0; content && i < offsets.size(); ++i) {
+    const int64_t offset = offsets[i].get<int64_t>();
+    content = offset == first + static_cast<int64_t>(i);
+    auto known = obj.records.find(offset);
+    if (content && known != obj.records.end())
+      content = known->second.first == keys[i].get<std::string>() && known->second.second == bodies[i].get<std::string>();
+    if (!content) wrong = " at offset " + str(offset);
+  }
+  tallies_.check("LSE-10", (granted || fenced) && content, [&] {
+    return object + " returned lease " + batchId + " " + range(first, last) + " attempt " + str(attempt) +
+           (granted || fenced ? "" : " that matches no committed grant") + (content ? "" : " with wrong records" + wrong);
+  });
+  const LeaseOptions& o = *obj.options;
+  if (!flag(e, "reclaimed") || !o.maxAttempts || attempt <= *o.maxAttempts) return;
+  if (o.onPoison)
+    tallies_.check("LSE-08", false, [&] { return object + " returned " + batchId + " at attempt " + str(attempt) + " instead of skipping it as poisoned"; });
+  else
+    tallies_.check("LSE-07", true, [] { return std::string(); });
+}
+
+// The workload's view: an ack or nack that returned normally matched its lease; one that threw
+// LogLeaseError was rejected by the log.
+void LeaseChecks::onOutcome(const json& e) {
+  const std::string partition = text(e, "partition");
+  const std::string object = partition.find('/') == std::string::npos ? className_ + "/" + partition : partition;
+  auto found = objects_.find(object);
+  if (found == objects_.end()) return;
+  const std::string outcome = text(e, "outcome"), result = text(e, "result"), batchId = text(e, "batchId");
+  if (outcome != "ack" && outcome != "nack") return;
+  ObjectState& obj = found->second;
+  if (result == "ok")
+    tallies_.check("LSE-04", obj.settled.count(outcome + ":" + batchId) > 0,
+                   [&] { return object + " " + outcome + " of " + batchId + " returned normally without a committed settle"; });
+  else if (result == "LogLeaseError")
+    tallies_.check("LSE-04", obj.rejected.count(batchId) > 0,
+                   [&] { return object + " " + outcome + " of " + batchId + " threw LogLeaseError that the log never raised"; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// State at commits
+
+LeaseChecks::Mirror LeaseChecks::readStore(const std::string& object) {
+  Mirror stored;
+  for (const SqlRow& r :
+       reader_(object, "SELECT batch_id, consumer, first_offset, last_offset, state, attempt, expires_at FROM durability_log_leases").toVector())
+    stored.rows[r.text("batch_id")] =
+        Row{r.text("consumer"), r.int64("first_offset"), r.int64("last_offset"), r.text("state"), r.int64("attempt"), r.int64("expires_at")};
+  for (const SqlRow& r : reader_(object, "SELECT consumer, allocated_offset FROM durability_log_allocations").toVector())
+    stored.allocation[r.text("consumer")] = r.int64("allocated_offset");
+  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM durability_log_cursors").toVector())
+    stored.cursor[r.text("consumer")] = r.int64("o");
+  return stored;
+}
+
+bool LeaseChecks::hasLeaseTables(const std::string& object) {
+  const std::string sql = "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (" + quoted(std::string(kLeaseTable)) +
+                          ", " + quoted(std::string(kAllocationTable)) + ")";
+  return reader_(object, sql).one().int64("n") == 2;
+}
+
+void LeaseChecks::checkStore(const std::string& object, ObjectState& obj, int64_t now) {
+  const Mirror stored = readStore(object);
+  checkMirror(object, obj, stored);
+  std::set<std::string> consumers;
+  for (const auto& [id, row] : stored.rows) consumers.insert(row.consumer);
+  for (const auto& [consumer, offset] : stored.allocation) consumers.insert(consumer);
+  for (const std::string& consumer : consumers) {
+    auto t = obj.touched.find(consumer);
+    checkShape(object, consumer, stored, now, t == obj.touched.end() ? nullptr : &t->second);
+  }
+}
+
+// The stored rows, allocation and cursor of each consumer against the mirror; the mirror then
+// follows the store so that one divergence is reported once.
+void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const Mirror& stored) {
+  Mirror& m = obj.working;
+  std::set<std::string> consumers;
+  for (const Mirror* side : {&stored, static_cast<const Mirror*>(&m)}) {
+    for (const auto& [id, row] : side->rows) consumers.insert(row.consumer);
+    for (const auto& [consumer, offset] : side->allocation) consumers.insert(consumer);
+  }
+  for (const std::string& consumer : consumers) {
+    const auto storedRows = rowsOf(stored.rows, consumer), mirrorRows = rowsOf(m.rows, consumer);
+    const std::optional<int64_t> storedAllocation = lookup(stored.allocation, consumer), mirrorAllocation = lookup(m.allocation, consumer);
+    const std::optional<int64_t> storedCursor = lookup(stored.cursor, consumer), mirrorCursor = lookup(m.cursor, consumer);
+    auto t = obj.touched.find(consumer);
+    const std::string id = t == obj.touched.end() ? "LSE-09" : t->second.id;
+    const bool rowsEqual = storedRows == mirrorRows;
+    const bool ok = rowsEqual && storedAllocation == mirrorAllocation && storedCursor == mirrorCursor;
+    if (!obj.rolledBack) tallies_.check(id, ok, [&] {
+      std::string what = !rowsEqual ? "lease rows (" + str(static_cast<int64_t>(storedRows.size())) + " stored, " +
+                                          str(static_cast<int64_t>(mirrorRows.size())) + " written)"
+                                    : storedAllocation != mirrorAllocation
+                                          ? "allocation " + str(storedAllocation) + " (written " + str(mirrorAllocation) + ")"
+                                          : "cursor " + str(storedCursor) + " (written " + str(mirrorCursor) + ")";
+      return object + " consumer " + consumer + (t == obj.touched.end() ? " untouched by the commit" : "") + " has stored " + what;
+    });
+    if (ok) continue;
+    for (auto it = m.rows.begin(); it != m.rows.end();) it = it->second.consumer == consumer ? m.rows.erase(it) : std::next(it);
+    for (const auto& [id2, row] : storedRows) {
+      m.rows[id2] = row;
+      m.fenced.erase(id2);
+    }
+    if (storedAllocation) m.allocation[consumer] = *storedAllocation; else m.allocation.erase(consumer);
+    if (storedCursor) m.cursor[consumer] = *storedCursor; else m.cursor.erase(consumer);
+  }
+}
+
+// LSE-01, LSE-05, LSE-12, LSE-14 over the stored rows of one consumer.
+void LeaseChecks::checkShape(const std::string& object, const std::string& consumer, const Mirror& stored, int64_t now, const Touch* touch) {
+  const auto rows = rowsOf(stored.rows, consumer);
+  std::optional<std::pair<std::string, Row>> lastHeld;
+  for (const auto& [id, row] : rows) {
+    if (!heldState(row.state, row.expiresAt, now)) continue;
+    if (lastHeld)
+      tallies_.check("LSE-01", row.first > lastHeld->second.last, [&] {
+        return object + " " + consumer + " holds " + lastHeld->first + " " + range(lastHeld->second.first, lastHeld->second.last) + " and " + id +
+               " " + range(row.first, row.last);
+      });
+    lastHeld = {id, row};
+  }
+  const std::optional<int64_t> cursor = lookup(stored.cursor, consumer);
+  if (const std::optional<int64_t> allocation = lookup(stored.allocation, consumer)) {
+    int64_t x = cursor.value_or(0);
+    for (const auto& [id, row] : rows) {
+      if (row.last < x) continue;
+      if (row.first > x) break;
+      x = row.last + 1;
+    }
+    tallies_.check("LSE-12", x >= *allocation, [&] {
+      return object + " " + consumer + " offset " + str(x) + " below allocation " + str(*allocation) + " is neither below cursor " + str(cursor) +
+             " nor in a lease row";
+    });
+  }
+  if (objects_[object].working.manualCursor.count(consumer)) return;  // commit() may move a cursor anywhere
+  const int64_t at = cursor.value_or(0);
+  std::string passed, stale, resting;
+  for (const auto& [id, row] : rows) {
+    if (!settledState(row.state) && row.first < at) passed = id + " " + range(row.first, row.last) + " " + row.state;
+    if (settledState(row.state) && row.last < at) stale = id;
+    if (settledState(row.state) && row.first <= at && at <= row.last) resting = id + " " + range(row.first, row.last) + " " + row.state;
+  }
+  tallies_.check("LSE-05", passed.empty() && stale.empty(), [&] {
+    return object + " " + consumer + " cursor " + str(at) + (passed.empty() ? "" : " passed the unsettled row " + passed) +
+           (stale.empty() ? "" : " kept the settled row " + stale + " below it");
+  });
+  tallies_.check(touch && touch->skipped ? "LSE-14" : "LSE-05", resting.empty(), [&] {
+    return object + " " + consumer + " cursor " + str(at) + " stops at the settled row " + resting;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end of the run
+
+void LeaseChecks::finish(int64_t now) {
+  for (const auto& [object, obj] : objects_) {
+    if (!obj.optionsSeen) continue;
+    const bool tables = hasLeaseTables(object);
+    if (!obj.everLeases) {
+      tallies_.check("LSE-16", !tables, [&] { return object + " ends with lease tables but never had the leases option"; });
+      continue;
+    }
+    if (!tables) continue;
+    const Mirror stored = readStore(object);
+    const int64_t next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq").one().int64("n");
+    for (const auto& [consumer, allocation] : stored.allocation) {
+      const std::optional<int64_t> cursor = lookup(stored.cursor, consumer);
+      const auto rows = rowsOf(stored.rows, consumer);
+      tallies_.check("LSE-15", cursor == next && rows.empty(), [&] {
+        return object + " " + consumer + " at " + str(now) + " ends with cursor " + str(cursor) + " of next offset " + str(next) + " and " +
+               str(static_cast<int64_t>(rows.size())) + " lease rows left" +
+               (rows.empty() ? "" : ", the first " + range(rows.front().second.first, rows.front().second.last) + " " + rows.front().second.state);
+      });
+    }
+  }
+}
+
+}  // namespace durasim::properties

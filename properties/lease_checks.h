@@ -1,0 +1,146 @@
+// LSE invariants (invariants-engine.md) over the lease part of the retained log (log.md 7). It
+// observes the trace as it is recorded: the engine's lease probes (docs/log-trace-events.md), the
+// runtime's commit, confirmation, durability and incarnation events, and the workload's
+// `app.lease.outcome`. It keeps a mirror of every object's lease rows, allocations and cursors built
+// only from the `*.write` events: a write applies to the open transaction's view at once, becomes a
+// local commit with the next `commit` of its incarnation, is durable at `confirm`, and vanishes with a
+// `commit.failed`, the end of its incarnation, or a durability decision that does not keep it; after a
+// `storage.statement_error` fault (a savepoint may have undone described writes) the next commit
+// takes the store as it is instead of judging the mirror. Expiry is judged on the object's clock
+// (World time plus the incarnation's `clock.incarnation_offset`). State checks read the object's live
+// store at the commit through a StoreReader.
+//   [S] at commits: LSE-01 (held rows disjoint), LSE-05 (cursor not past a held row, settled rows
+//       below it gone, no settled row at it), LSE-12 (coverage of [0, allocation)), LSE-14 (the
+//       cursor already passed a fresh skip); the stored rows, allocations and cursors against the
+//       mirror: an untouched consumer under LSE-09, a touched one under the ID of what touched it
+//       (LSE-02 grant, LSE-04 settle, LSE-05 advance, LSE-08 poison, LSE-10 release, LSE-13 truncation)
+//   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation; the gap row
+//       alone of a fully trimmed tail, `log.lease.gap.write`), 03 (unique
+//       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
+//       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
+//       confirmed before the callback, with the attempt it skipped, > maxAttempts), 09, 10 (returned
+//       lease content against the appended records; release of unreadable ranges), 11, 13 (truncation
+//       writes once, throws after it), 14 (every skip advances in its transaction), 16
+//       (`log.lease.disabled` and lease writes against the options, lease tables at `log.options`);
+//       LSE-04 also from the workload: an `app.lease.outcome` ok matches a committed settle, a
+//       LogLeaseError a rejection the log traced
+//   at the end (quiescent, after heal): LSE-15 (every leasing consumer at nextOffset, no lease row
+//       left), LSE-16 (no lease tables on objects never configured with leases)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/store_reader.h"
+#include "sim/tally.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::properties {
+
+class LeaseChecks final : public sim::TraceSink {
+ public:
+  LeaseChecks(StoreReader reader, std::string className);
+
+  // Throws std::invalid_argument for an event of the contract that lacks a field or has a wrong type.
+  void record(const nlohmann::json& event) override;
+  // End-of-run checks over every object of the class seen in the trace, at `now` (after heal).
+  void finish(int64_t now);
+  const sim::Tallies& tallies() const { return tallies_; }
+
+ private:
+  struct Row {
+    std::string consumer;
+    int64_t first = 0, last = 0;
+    std::string state;  // active, pending, acked, skipped
+    int64_t attempt = 0, expiresAt = 0;
+    friend bool operator==(const Row&, const Row&) = default;
+  };
+  // The lease tables of one object as the writes describe them.
+  struct Mirror {
+    std::map<std::string, Row> rows;                      // batch id -> row
+    std::map<std::string, int64_t> allocation, cursor;    // consumer -> offset
+    std::set<std::string> manualCursor;                   // consumers whose cursor last moved by commit()
+    std::set<std::string> fenced;                         // batch ids replaced by a reclaim
+  };
+  struct LeaseOptions {
+    int64_t maxParallelism = 1, leaseMs = 0, maxBatchSize = 0;
+    std::optional<int64_t> maxAttempts;
+    bool onPoison = false;
+  };
+  // What the open transaction of the live incarnation did, by consumer.
+  struct Touch {
+    std::string id;                 // invariant of the first write that touched the consumer
+    bool advanced = false;
+    std::optional<std::string> needsAdvance;  // invariant demanding an advance in this transaction
+    bool skipped = false;           // a skip (gap, truncation, poison) committed with this transaction
+  };
+  struct ObjectState {
+    std::optional<LeaseOptions> options;  // of the current incarnation; nullopt = leases disabled
+    bool optionsSeen = false, everLeases = false;
+    std::map<int64_t, int64_t> clockOffset;  // incarnation -> clock.incarnation_offset (runtime.md 11.2)
+    bool rolledBack = false;  // a statement of the open transaction failed (its savepoint may be gone)
+    Mirror durable, working;
+    std::vector<std::pair<uint64_t, Mirror>> unconfirmed;  // local commits awaiting confirmation
+    std::map<std::string, Touch> touched;
+    std::vector<nlohmann::json> openAppends;              // append writes of the open transaction
+    std::vector<std::string> openSettles;                 // matched settles ("ack:id")
+    std::vector<std::pair<std::string, int64_t>> openPoisons;  // matched poison skips (batch id, attempt)
+    std::map<uint64_t, std::vector<std::pair<std::string, int64_t>>> poisonsByCommit;
+    std::map<std::string, int64_t> confirmedPoisons;      // batch id -> attempt of its durable skip
+    std::map<uint64_t, std::vector<int64_t>> recordsByCommit;  // offsets learnt per unconfirmed commit
+    std::set<std::string> settled, rejected, everIds, truncateWritten;
+    std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
+  };
+
+  void observe(const nlohmann::json& e);
+  bool mine(const nlohmann::json& event) const;
+  std::string label(const nlohmann::json& e) const;
+  ObjectState& object(const nlohmann::json& e) { return objects_[label(e)]; }
+  const Mirror& live(const ObjectState& obj) const;
+  int64_t objectNow(const nlohmann::json& e);
+
+  void onOptions(const nlohmann::json& e);
+  void onCommit(const nlohmann::json& e);
+  void onConfirm(const nlohmann::json& e);
+  void onDurability(const nlohmann::json& e);
+  void discardOpen(ObjectState& obj);
+  void onLeaseWrite(const nlohmann::json& e);
+  void onFreshGrant(const nlohmann::json& e, ObjectState& obj);
+  void onReclaim(const nlohmann::json& e, ObjectState& obj);
+  void onLeaseNone(const nlohmann::json& e);
+  void onTailGapWrite(const nlohmann::json& e);
+  void onTruncateWrite(const nlohmann::json& e);
+  void onTruncated(const nlohmann::json& e);
+  void onReleaseWrite(const nlohmann::json& e);
+  void onPoisonWrite(const nlohmann::json& e);
+  void onPoisonCallback(const nlohmann::json& e);
+  void onSettleWrite(const nlohmann::json& e, bool ack);
+  void onSettleRejected(const nlohmann::json& e, bool ack);
+  void onAdvanceWrite(const nlohmann::json& e);
+  void onLease(const nlohmann::json& e);
+  void onOutcome(const nlohmann::json& e);
+  bool leaseEnabled(const nlohmann::json& e, ObjectState& obj);
+  void touch(ObjectState& obj, const std::string& consumer, const std::string& id);
+  void demandAdvance(ObjectState& obj, const std::string& consumer, const std::string& id, bool skip);
+
+  void checkStore(const std::string& object, ObjectState& obj, int64_t now);
+  void checkMirror(const std::string& object, ObjectState& obj, const Mirror& stored);
+  void checkShape(const std::string& object, const std::string& consumer, const Mirror& stored, int64_t now, const Touch* touch);
+  Mirror readStore(const std::string& object);
+  bool hasLeaseTables(const std::string& object);
+  void learnRecords(const std::string& object, ObjectState& obj, uint64_t commit);
+
+  StoreReader reader_;
+  std::string className_;
+  sim::Tallies tallies_;
+  std::map<std::string, ObjectState> objects_;
+};
+
+}  // namespace durasim::properties
