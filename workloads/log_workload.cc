@@ -29,6 +29,7 @@
 #include "engine/errors.h"
 #include "engine/routing.h"
 #include "properties/store_reader.h"
+#include "properties/lease_checks.h"
 #include "properties/log_checks.h"
 #include "properties/routing_checks.h"
 #include "sim/async_event.h"
@@ -150,10 +151,12 @@ class LogWorkload final : public Workload {
     return items;
   }
 
-  void check(sim::World&, sim::Tallies& tallies) override {
+  void check(sim::World& world, sim::Tallies& tallies) override {
     logChecks_->finish();
+    leaseChecks_->finish(world.now());
     routingChecks_.finish();
     tallies.merge(logChecks_->tallies());
+    tallies.merge(leaseChecks_->tallies());
     tallies.merge(routingChecks_.tallies());
     tallies.merge(runtime_->self_checks());
     tallies.merge(expectations_);
@@ -258,9 +261,12 @@ class LogWorkload final : public Workload {
   void observeCheckers(sim::World& world) {
     logChecks_ = std::make_unique<properties::LogChecks>(reader(), LogPartition::kClass);
     world.observe(*logChecks_);
+    leaseChecks_ = std::make_unique<properties::LeaseChecks>(reader(), LogPartition::kClass);
+    world.observe(*leaseChecks_);
     world.observe(routingChecks_);
   }
   std::unique_ptr<properties::LogChecks> logChecks_;
+  std::unique_ptr<properties::LeaseChecks> leaseChecks_;
   properties::RoutingChecks routingChecks_;
 
   // ---------------------------------------------------------------------------------------------
