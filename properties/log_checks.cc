@@ -77,9 +77,10 @@ void LogChecks::onFault(const json& e) {
 }
 
 // The put that drew a lifecycle lag is reported right after the draw: its object may be removed
-// from put time + lag on (the rule's days only delay it further).
+// from put time + lag on (the rule's days only delay it further). After heal the lag is not drawn:
+// it is 0.
 void LogChecks::onColdCall(const json& e) {
-  const std::optional<int64_t> lag = pendingLag_;
+  const std::optional<int64_t> lag = healed_ ? std::optional<int64_t>(pendingLag_.value_or(0)) : pendingLag_;
   pendingLag_.reset();
   if (!lag || text(e, "op") != "put" || !e.value("applied", false)) return;
   expirableFrom_[text(e, "key")] = num(e, "t") + *lag;

@@ -26,7 +26,8 @@
 //       offset repeats the same records), LOG-14 (rejection messages), LOG-16 (a read of an offset in
 //       [oldestOffset, hotOffset) fails only when the cold store may have lost the segment: a
 //       cold.vanish fault named its key, or the put that stored it drew a lifecycle lag that has
-//       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put); or when cold
+//       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put; after heal no
+//       lag is drawn, so a put then may be removed at once); or when cold
 //       is not configured, or was not in some incarnation)
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
 //       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
@@ -54,6 +55,8 @@ class LogChecks final : public sim::TraceSink {
   LogChecks(StoreReader reader, std::string className);
 
   void record(const nlohmann::json& event) override;
+  // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
+  void healed() { healed_ = true; }
   // End-of-run checks over every log object seen (after heal, nothing in flight).
   void finish();
   const sim::Tallies& tallies() const { return tallies_; }
@@ -157,6 +160,7 @@ class LogChecks final : public sim::TraceSink {
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed
   std::map<std::string, int64_t> expirableFrom_;  // key -> earliest lifecycle removal time
+  bool healed_ = false;
   std::optional<int64_t> pendingLag_;             // the lag drawn for the put reported next
 };
 

@@ -520,6 +520,27 @@ TEST(LogChecksMutations, UnreadableFlushedOffsetNeedsAColdLoss) {
   EXPECT_EQ(l.violations("LOG-08"), 1u);
 }
 
+TEST(LogChecksMutations, AfterHealAPutWithoutADrawnLagMayBeRemovedAtOnce) {
+  // Before heal a put without a lag draw is under no lifecycle rule: losing it is a violation.
+  Synth before;
+  before.options(true);
+  before.append(6, "k");
+  before.emit({{"ev", "cold.call"}, {"from", kObject}, {"bucket", "log"}, {"op", "put"}, {"key", "seg-0"}, {"outcome", "ok"}, {"applied", true}});
+  before.trimFlush(3, "seg-0");
+  before.emit({{"ev", "log.read.truncated"}, {"from", 1}, {"requested", 1}, {"oldest", 3}});
+  EXPECT_EQ(before.violations("LOG-16"), 1u);
+  // After heal no lag is drawn (it is 0): the object may be gone from its put on.
+  Synth after;
+  after.options(true);
+  after.append(6, "k");
+  after.checks.healed();
+  after.emit({{"ev", "cold.call"}, {"from", kObject}, {"bucket", "log"}, {"op", "put"}, {"key", "seg-0"}, {"outcome", "ok"}, {"applied", true}});
+  after.trimFlush(3, "seg-0");
+  after.emit({{"ev", "log.read.truncated"}, {"from", 1}, {"requested", 1}, {"oldest", 3}});
+  EXPECT_EQ(after.violations("LOG-16"), 0u);
+  EXPECT_GT(after.checked("LOG-16"), 0u);
+}
+
 TEST(LogChecksMutations, AlarmMovedByALogCommitAndFlushIntentLeft) {
   Synth s;
   s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 100}, {"maxBytes", nullptr}});

@@ -139,6 +139,7 @@ class LogWorkload final : public Workload {
 
   void heal(sim::World&) override {
     runtime_->heal();
+    logChecks_->healed();
     healed_ = true;
   }
 
