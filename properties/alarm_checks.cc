@@ -3,16 +3,13 @@
 
 #include <algorithm>
 
+#include "properties/event_fields.h"
+
 namespace durasim::properties {
 
 namespace {
 using nlohmann::json;
-
-std::string str(int64_t v) { return std::to_string(v); }
-std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
-std::optional<int64_t> optInt(const json& v) { return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>()); }
-std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
-int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
+using namespace fields;
 
 constexpr std::string_view kKeyPrefix = "durability-alarm:v1:";
 }  // namespace

@@ -4,15 +4,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "properties/event_fields.h"
+
 namespace durasim::properties {
 
 namespace {
 using nlohmann::json;
+using namespace fields;
 
-std::string str(int64_t v) { return std::to_string(v); }
-std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
-std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
-int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
 std::optional<int64_t> optNum(const json& e, const char* field) {
   auto it = e.find(field);
   if (it == e.end() || it->is_null()) return std::nullopt;

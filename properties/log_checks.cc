@@ -4,22 +4,13 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "properties/event_fields.h"
+
 namespace durasim::properties {
 
 namespace {
 using nlohmann::json;
-
-std::string str(int64_t v) { return std::to_string(v); }
-std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
-std::optional<int64_t> optInt(const json& v) { return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>()); }
-int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
-std::string text(const json& e, const char* field) { return e.at(field).get<std::string>(); }
-std::vector<int64_t> ints(const json& e, const char* field) { return e.at(field).get<std::vector<int64_t>>(); }
-std::vector<std::string> strings(const json& e, const char* field) { return e.at(field).get<std::vector<std::string>>(); }
-
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+using namespace fields;
 
 // log.md 3 step 1: the definite rejections of append.
 bool definiteRejection(const std::string& message) {
@@ -273,7 +264,7 @@ void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, 
   } else {
     tallies_.check("LOG-10", prefix && v.flush == std::make_pair(first, last), [&] {
       return object + " flushed [" + str(first) + ", " + str(last) + "] deleting " + str(num(e, "deleted")) + " rows over hot [" + str(v.hotFrom) +
-             ", " + str(v.next) + "), flush intent " + (v.flush ? "[" + str(v.flush->first) + ", " + str(v.flush->second) + "]" : std::string("none"));
+             ", " + str(v.next) + "), flush intent " + (v.flush ? json::array({v.flush->first, v.flush->second}).dump() : std::string("none"));
     });
   }
 }

@@ -3,18 +3,17 @@
 
 #include <stdexcept>
 
+#include "properties/event_fields.h"
+
 namespace durasim::properties {
 
 namespace {
 using nlohmann::json;
+using namespace fields;
 
 constexpr std::size_t kMaxShards = 1024;       // routing.md 3.1 step 5
 constexpr int64_t kWindowMs = 60000;           // routing.md 1 and 3.1 step 1
 
-std::string str(int64_t v) { return std::to_string(v); }
-std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
-std::optional<int64_t> optInt(const json& v) { return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>()); }
-int64_t num(const json& e, const char* field) { return e.at(field).get<int64_t>(); }
 std::string pushName(const json& e) { return "push " + str(num(e, "push")); }
 
 }  // namespace
