@@ -5,7 +5,8 @@
 //    retried with the same batch and keys, pinned to the shard the first attempt reached, until a
 //    definite answer. Some batches are invalid (empty, oversized, an empty key) and must be rejected.
 //  - Consumer groups read from their cursor, handle the page (`app.consume`), then commit its
-//    nextOffset; a LogTruncatedError (`app.consume.truncated`) resumes at its oldest offset.
+//    nextOffset; after a LogTruncatedError (`app.consume.truncated`) a group resumes at
+//    bounds().oldestOffset when its offset was trimmed, else (a lost cold segment) at the next one.
 //  - Leased consumers run maxParallelism + 1 pollers under one consumer name; each lease is acked,
 //    nacked or left to expire (`app.lease.outcome`); records whose seq is a multiple of
 //    kPoisonEvery are always nacked before heal, so maxAttempts is reached. Some settlements use a
@@ -28,10 +29,10 @@
 
 #include "engine/errors.h"
 #include "engine/routing.h"
-#include "properties/store_reader.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
 #include "properties/routing_checks.h"
+#include "properties/store_reader.h"
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
 #include "workloads/log_partition.h"
@@ -257,8 +258,8 @@ class LogWorkload final : public Workload {
     };
   }
 
-  // Where the LOG, LSE and RTE checkers are constructed with reader() and registered with
-  // world.observe; check() then merges their tallies.
+  // The LOG, LSE and RTE checkers observe the trace as it is recorded; check() finishes them and
+  // merges their tallies.
   void observeCheckers(sim::World& world) {
     logChecks_ = std::make_unique<properties::LogChecks>(reader(), LogPartition::kClass);
     world.observe(*logChecks_);
