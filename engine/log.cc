@@ -307,22 +307,15 @@ void DurabilityLog::throwReadTruncated(int64_t from, int64_t requested, int64_t 
 // Cursors (log.md 5)
 
 Task<std::optional<int64_t>> DurabilityLog::cursor(const std::string& consumer) {
-  std::optional<SqlRow> row = ctx_.storage.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
-  if (!row) co_return std::nullopt;
-  co_return row->int64("offset");
+  co_return log_detail::storedCursor(ctx_.storage, consumer);
 }
 
 Task<void> DurabilityLog::commit(const std::string& consumer, int64_t offset) {
   if (offset < 0) throw LogAppendError("Offset must be a non-negative integer");
   const int64_t now = ctx_.clock.now();
   co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const int64_t moved =
-        txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
-                 " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
-                 " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
-                 consumer, offset, now)
-            .rowsWritten();
-    ctx_.probe("log.commit.write", {{"consumer", consumer}, {"offset", offset}, {"moved", moved > 0}});
+    const bool moved = log_detail::moveCursorForward(txn, consumer, offset, now);
+    ctx_.probe("log.commit.write", {{"consumer", consumer}, {"offset", offset}, {"moved", moved}});
   });
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,23 @@ Bounds readBounds(Sql& sql) {
   const int64_t hot = row.optInt64("hot").value_or(next);
   const int64_t oldest = std::min(row.optInt64("seg").value_or(hot), hot);
   return Bounds{oldest, hot, next};
+}
+
+// log.md 5: the stored cursor of `consumer`, or nullopt before its first commit.
+template <class Sql>
+std::optional<int64_t> storedCursor(Sql& sql, const std::string& consumer) {
+  std::optional<SqlRow> row = sql.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
+  return row ? std::optional<int64_t>(row->int64("offset")) : std::nullopt;
+}
+
+// log.md 5: the forward-only cursor upsert shared by commit() and the lease advance; returns
+// whether the cursor moved.
+inline bool moveCursorForward(StorageTxn& txn, const std::string& consumer, int64_t offset, int64_t now) {
+  return txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
+                  " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
+                  " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
+                  consumer, offset, now)
+             .rowsWritten() > 0;
 }
 
 // log.md 4.2: the indexed segment holding `offset` (the latest-starting one if several do).

@@ -18,6 +18,7 @@ namespace durasim {
 using log_detail::Bounds;
 using log_detail::optionalJson;
 using log_detail::readBounds;
+using log_detail::storedCursor;
 
 namespace {
 
@@ -42,9 +43,10 @@ LeaseState stateFromName(const std::string& name) {
   return LeaseState::skipped;
 }
 
-std::optional<int64_t> storedCursor(StorageTxn& txn, const std::string& consumer) {
-  std::optional<SqlRow> row = txn.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
-  return row ? std::optional<int64_t>(row->int64("offset")) : std::nullopt;
+void setAllocation(StorageTxn& txn, const std::string& consumer, int64_t offset) {
+  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
+           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
+           consumer, offset);
 }
 
 void insertLeaseRow(StorageTxn& txn, const LogLeaseRow& row) {
@@ -84,16 +86,13 @@ void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_
     if (state != "acked" && state != "skipped") break;
     x = row.int64("last_offset") + 1;
   }
-  if (x > cur.value_or(0))
-    txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
-             " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
-             " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
-             consumer, x, now);
+  const bool moves = x > cur.value_or(0);
+  if (moves) log_detail::moveCursorForward(txn, consumer, x, now);
   const int64_t deleted = txn.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked','skipped')"
                                    " AND last_offset < ?",
                                    consumer, x)
                               .rowsWritten();
-  const std::optional<int64_t> after = storedCursor(txn, consumer);
+  const std::optional<int64_t> after = moves ? std::optional<int64_t>(x) : cur;
   ctx_.probe("log.advance.write",
              {{"consumer", consumer}, {"cursor", optionalJson(cur)}, {"to", optionalJson(after)}, {"deleted", deleted}});
 }
@@ -170,9 +169,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   Grant grant;
   grant.lease = LogLease{ctx_.random.uuid(), consumer, {}, from, last, 1, now + o.leaseMs};
   insertLeaseRow(txn, LogLeaseRow{grant.lease.batchId, consumer, from, last, LeaseState::active, 1, grant.lease.expiresAt, now});
-  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
-           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
-           consumer, last + 1);
+  setAllocation(txn, consumer, last + 1);
   fields.update({{"batchId", grant.lease.batchId}, {"first", from}, {"last", last}, {"attempt", 1},
                  {"expiresAt", grant.lease.expiresAt}, {"reclaimed", false}, {"previousBatchId", nullptr}, {"base", base},
                  {"gap", gapId ? nlohmann::json::array({base, from - 1}) : nlohmann::json()},
@@ -190,9 +187,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
 void DurabilityLog::coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now) {
   const std::string gapId = ctx_.random.uuid();
   insertLeaseRow(txn, LogLeaseRow{gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
-  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
-           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
-           consumer, from);
+  setAllocation(txn, consumer, from);
   ctx_.probe("log.lease.gap.write",
              {{"consumer", consumer}, {"gap", nlohmann::json::array({base, from - 1})}, {"gapBatchId", gapId}, {"allocation", from}});
   advance(txn, consumer, now);
