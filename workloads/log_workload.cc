@@ -501,12 +501,19 @@ class LogWorkload final : public Workload {
   // was trimmed, else (a cold segment holding `from` is lost) to the next offset, so readable
   // segments between the lost one and the hot window are not skipped. nullopt: bounds unknown.
   Task<std::optional<int64_t>> resumeAfterTruncation(const std::string& name, int64_t from) {
+    Task<std::optional<int64_t>> asking = oldestOffset(name);
+    const std::optional<int64_t> oldest = co_await asking;
+    if (!oldest) co_return std::nullopt;
+    co_return from < *oldest ? *oldest : from + 1;
+  }
+
+  // The partition's bounds().oldestOffset, or nullopt when the call's outcome is uncertain.
+  Task<std::optional<int64_t>> oldestOffset(const std::string& name) {
     const nlohmann::json none = nlohmann::json::object();
     Task<Reply> bounding = callPartition(name, "bounds", none);
     const Reply bounds = co_await bounding;
     if (!bounds.ok()) co_return std::nullopt;
-    const int64_t oldest = bounds.value.at("oldestOffset").get<int64_t>();
-    co_return from < oldest ? oldest : from + 1;
+    co_return bounds.value.at("oldestOffset").get<int64_t>();
   }
 
   // The group's cursor, or the oldest readable offset for a group that never committed.
@@ -519,11 +526,8 @@ class LogWorkload final : public Workload {
       position.committed = cursor.value.get<int64_t>();
       co_return position.committed;
     }
-    const nlohmann::json none = nlohmann::json::object();
-    Task<Reply> bounding = callPartition(name, "bounds", none);
-    const Reply bounds = co_await bounding;
-    if (!bounds.ok()) co_return std::nullopt;
-    co_return bounds.value.at("oldestOffset").get<int64_t>();
+    Task<std::optional<int64_t>> locating = oldestOffset(name);
+    co_return co_await locating;
   }
 
   // ---------------------------------------------------------------------------------------------
