@@ -55,6 +55,8 @@ workloads::RunConfig build_config(const RunOptions& options) {
   if (options.start_time) config.start_time = *options.start_time;
   if (options.safety_ms) config.safety_ms = *options.safety_ms;
   if (options.liveness_ms) config.liveness_ms = *options.liveness_ms;
+  if (options.max_events) config.limits.total = *options.max_events;
+  if (options.max_events_per_instant) config.limits.per_instant = *options.max_events_per_instant;
   for (const auto& [key, text] : options.workload_options) {
     nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
     config.options[key] = value.is_discarded() ? nlohmann::json(text) : value;
@@ -70,6 +72,32 @@ std::string trace_path(const std::string& pattern, uint64_t seed) {
   const auto at = path.find(kSeedPlaceholder);
   if (at != std::string::npos) path.replace(at, std::string(kSeedPlaceholder).size(), std::to_string(seed));
   return path;
+}
+
+// `text` as one shell word: as it is when it is plain, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,:=/+@%") == std::string::npos;
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command that runs `seed` again under `config` (every setting that differs from the default)
+// and saves its trace.
+std::string reproduce_command(const workloads::RunConfig& config, uint64_t seed) {
+  const workloads::RunConfig defaults;
+  std::string command = "durasim run --workload " + shell_word(config.workload) + " --faults " + config.faults;
+  if (config.start_time != defaults.start_time) command += " --start-time " + std::to_string(config.start_time);
+  if (config.safety_ms != defaults.safety_ms) command += " --safety-ms " + std::to_string(config.safety_ms);
+  if (config.liveness_ms != defaults.liveness_ms) command += " --liveness-ms " + std::to_string(config.liveness_ms);
+  if (config.limits.total != defaults.limits.total) command += " --max-events " + std::to_string(config.limits.total);
+  if (config.limits.per_instant != defaults.limits.per_instant)
+    command += " --max-events-per-instant " + std::to_string(config.limits.per_instant);
+  for (const auto& [key, value] : config.options.items())
+    command += " --opt " + shell_word(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  return command + " --seed " + std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace";
 }
 
 struct Campaign {
@@ -209,8 +237,7 @@ int run_command(const RunOptions& options, std::ostream& out, std::ostream& err)
       ++campaign.passed;
     } else {
       campaign.failures.push_back("seed " + std::to_string(seed) + ": " + outcome.failure() +
-                                  "\n    reproduce: durasim run --workload " + config.workload + " --faults " + config.faults + " --seed " +
-                                  std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace");
+                                  "\n    reproduce: " + reproduce_command(config, seed));
     }
     if (options.verbose)
       out << "seed " << seed << " hash " << traces::hash_hex(outcome.hash) << " events " << outcome.trace_events
@@ -231,6 +258,29 @@ int run_command(const RunOptions& options, std::ostream& out, std::ostream& err)
   return campaign.passed == campaign.seeds ? kExitOk : kExitFailed;
 }
 
+namespace {
+
+// "ALM-14 3x, RT-14 1x" from a {"ID": [checked, violated]} summary; "none" when nothing was violated.
+std::string violated_list(const nlohmann::json& summary) {
+  std::string list;
+  for (const auto& [id, counts] : summary.items()) {
+    if (!counts.is_array() || counts.size() != 2 || !counts[1].is_number_unsigned() || counts[1].get<uint64_t>() == 0) continue;
+    list += (list.empty() ? "" : ", ") + id + " " + std::to_string(counts[1].get<uint64_t>()) + "x";
+  }
+  return list.empty() ? "none" : list;
+}
+
+// What the trace concluded, in the words of violated_list.
+std::string recorded_line(const RecordedVerdict& recorded) {
+  if (recorded.aborted) return "run aborted: " + *recorded.aborted;
+  if (!recorded.invariants) return "not recorded (the trace holds no run.end event)";
+  std::string line = violated_list(*recorded.invariants);
+  if (recorded.drained == false) line += "; the run did not drain";
+  return line;
+}
+
+}  // namespace
+
 int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err) {
   traces::TraceFile trace;
   ReplayOutcome outcome;
@@ -244,14 +294,27 @@ int replay_command(const std::string& path, bool verbose, std::ostream& out, std
   if (outcome.matched) {
     out << "replay ok: " << outcome.events << " events, hash " << traces::hash_hex(outcome.hash)
         << " matches the trace (seed " << trace.seed << ", " << trace.choices.choices.size() << " choices)\n";
-    return kExitOk;
+  } else {
+    out << "replay DIVERGED from " << path << "\n";
+    if (outcome.divergence) out << "  " << outcome.divergence->describe() << "\n";
+    if (outcome.choice_divergence) out << "  " << *outcome.choice_divergence << "\n";
+    if (!outcome.divergence && !outcome.choice_divergence)
+      out << "  final hash " << traces::hash_hex(outcome.hash) << " != recorded " << traces::hash_hex(trace.hash) << "\n";
+    if (verbose) out << "  replayed " << outcome.events << " events of " << trace.events.size() << "\n";
   }
-  out << "replay DIVERGED from " << path << "\n";
-  if (outcome.divergence) out << "  " << outcome.divergence->describe() << "\n";
-  if (outcome.choice_divergence) out << "  " << *outcome.choice_divergence << "\n";
-  if (!outcome.divergence && !outcome.choice_divergence)
-    out << "  final hash " << traces::hash_hex(outcome.hash) << " != recorded " << traces::hash_hex(trace.hash) << "\n";
-  if (verbose) out << "  replayed " << outcome.events << " events of " << trace.events.size() << "\n";
+  // The verdict, recorded beside replayed: a failure trace replays to its failure, and says so.
+  const std::string recorded = recorded_line(outcome.recorded);
+  out << "  invariants violated, recorded: " << recorded << "\n";
+  if (!outcome.matched) {
+    out << "  invariants violated, replayed: not judged (the replay stopped at the divergence)\n";
+    return kExitFailed;
+  }
+  std::string replayed = outcome.run.error ? "run aborted: " + *outcome.run.error : violated_list(tally_summary(outcome.run.tallies));
+  if (!outcome.run.error && !outcome.run.phases.drained) replayed += "; the run did not drain";
+  out << "  invariants violated, replayed: " << replayed << (replayed == recorded ? " (as recorded)" : " (DIFFERS from the trace)")
+      << "\n";
+  if (outcome.run.passed()) return kExitOk;
+  out << "  FAILED " << outcome.run.failure() << "\n";
   return kExitFailed;
 }
 

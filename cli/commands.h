@@ -29,6 +29,7 @@ struct RunOptions {
   bool verbose = false;
   bool check_determinism = false;              // run every seed twice and compare hashes (RT-01)
   std::optional<int64_t> start_time, safety_ms, liveness_ms;
+  std::optional<uint64_t> max_events, max_events_per_instant;  // runaway bounds (sim/executor.h EventLimits)
   std::map<std::string, std::string> workload_options;  // key=value, value parsed as JSON if it is
 };
 

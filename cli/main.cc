@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--start-time", run.start_time, "simulated start time in ms (default 1700000000000)");
   run_cmd->add_option("--safety-ms", run.safety_ms, "length of the safety phase in simulated ms");
   run_cmd->add_option("--liveness-ms", run.liveness_ms, "liveness deadline after heal in simulated ms");
+  run_cmd->add_option("--max-events", run.max_events, "stop a seed as a runaway failure after this many events (default 20000000)");
+  run_cmd->add_option("--max-events-per-instant", run.max_events_per_instant,
+                      "stop a seed as a runaway failure after this many events at one simulated time (default 100000)");
   run_cmd->add_option("--opt", run_opts, "workload option KEY=VALUE (VALUE is JSON if it parses)");
 
   std::string replay_path;

@@ -18,25 +18,21 @@ const workloads::WorkloadInfo& workload_info(const workloads::RunConfig& config)
   return *info;
 }
 
-nlohmann::json tally_summary(const sim::Tallies& tallies) {
-  nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [id, tally] : tallies.by_id()) summary[id] = {tally.checked, tally.violated};
-  return summary;
-}
-
 // Runs the configured workload in a World whose events go to `sink`, which forwards them to
 // `time_check` and `runtime_checks`. Fills every field of `outcome` but the seed and the hash;
 // returns the choice log.
-sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource random, sim::TraceSink& sink,
+sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
+                       sim::TraceSink& sink,
                        const properties::TimeOrderCheck& time_check, const properties::RuntimeChecks& runtime_checks,
                        const std::function<bool()>& keep_going, SeedOutcome& outcome) {
   sim::World world(config.start_time, std::move(random), sink);
+  world.executor().set_limits(config.limits);
   const auto go = [&] { return keep_going() && !world.random().divergence(); };
   world.emit("run.start", {{"config", config.to_json()}});
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
   world.emit("run.profile", {{"profile", plan.profile_json()}});
   // Declared after the World and the plan, so it is destroyed before them.
-  auto workload = workload_info(config).make(config.options);
+  auto workload = info.make(config.options);
   try {
     outcome.phases = workloads::run_phases(world, plan, *workload, config, outcome.tallies, go);
     if (go()) {
@@ -59,6 +55,32 @@ sim::ChoiceLog execute(const workloads::RunConfig& config, sim::RandomSource ran
 }
 
 }  // namespace
+
+nlohmann::json tally_summary(const sim::Tallies& tallies) {
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [id, tally] : tallies.by_id()) summary[id] = {tally.checked, tally.violated};
+  return summary;
+}
+
+RecordedVerdict recorded_verdict(const traces::TraceFile& trace) {
+  RecordedVerdict verdict;
+  for (auto line = trace.events.rbegin(); line != trace.events.rend(); ++line) {
+    if (line->find("\"run.end\"") == std::string::npos && line->find("\"run.aborted\"") == std::string::npos) continue;
+    const nlohmann::json event = nlohmann::json::parse(*line, nullptr, false);
+    if (!event.is_object()) continue;
+    const std::string ev = event.value("ev", "");
+    if (ev == "run.aborted" && event.contains("what") && event.at("what").is_string()) {
+      verdict.aborted = event.at("what").get<std::string>();
+      break;
+    }
+    if (ev == "run.end") {
+      if (event.contains("invariants") && event.at("invariants").is_object()) verdict.invariants = event.at("invariants");
+      if (event.contains("drained") && event.at("drained").is_boolean()) verdict.drained = event.at("drained").get<bool>();
+      break;
+    }
+  }
+  return verdict;
+}
 
 namespace {
 // Invariants about progress, which the arbitrary profile does not promise (runtime.md 11.1): they
@@ -86,6 +108,11 @@ std::string SeedOutcome::failure() const {
 void validate(const workloads::RunConfig& config) { workload_info(config).make(config.options); }
 
 SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::TraceFile* trace) {
+  return run_seed(workload_info(config), config, seed, trace);
+}
+
+SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, uint64_t seed,
+                     traces::TraceFile* trace) {
   SeedOutcome outcome;
   outcome.seed = seed;
   traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
@@ -93,7 +120,7 @@ SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::
   recorder.add_observer(time_check);
   properties::RuntimeChecks runtime_checks;
   recorder.add_observer(runtime_checks);
-  sim::ChoiceLog log = execute(config, sim::RandomSource::recording(seed), recorder, time_check, runtime_checks,
+  sim::ChoiceLog log = execute(info, config, sim::RandomSource::recording(seed), recorder, time_check, runtime_checks,
                                [] { return true; }, outcome);
   outcome.hash = recorder.hash();
   outcome.trace_events = recorder.events();
@@ -117,13 +144,16 @@ ReplayOutcome replay(const traces::TraceFile& trace) {
   comparer.add_observer(time_check);
   properties::RuntimeChecks runtime_checks;
   comparer.add_observer(runtime_checks);
-  SeedOutcome scratch;
-  execute(config, sim::RandomSource::replaying(trace.choices), comparer, time_check, runtime_checks,
-          [&] { return !comparer.diverged(); }, scratch);
-  comparer.finish();
   ReplayOutcome outcome;
+  outcome.run.seed = trace.seed;
+  execute(workload_info(config), config, sim::RandomSource::replaying(trace.choices), comparer, time_check, runtime_checks,
+          [&] { return !comparer.diverged(); }, outcome.run);
+  comparer.finish();
+  outcome.run.hash = comparer.hash();
+  outcome.run.trace_events = comparer.events();
+  outcome.recorded = recorded_verdict(trace);
   outcome.divergence = comparer.divergence();
-  outcome.choice_divergence = scratch.choice_divergence;
+  outcome.choice_divergence = outcome.run.choice_divergence;
   outcome.hash = comparer.hash();
   outcome.events = comparer.events();
   outcome.matched = !outcome.divergence && !outcome.choice_divergence && outcome.hash == trace.hash;

@@ -13,6 +13,7 @@
 #include "traces/trace_file.h"
 #include "workloads/run_config.h"
 #include "workloads/runner.h"
+#include "workloads/workload.h"
 
 namespace durasim::cli {
 
@@ -42,6 +43,21 @@ void validate(const workloads::RunConfig& config);
 
 // Runs `seed`; when `trace` is not null it receives the complete trace of the run.
 SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::TraceFile* trace = nullptr);
+// As above, with the workload `info` makes instead of the registered one `config` names.
+SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, uint64_t seed,
+                     traces::TraceFile* trace = nullptr);
+
+// What a trace says its run concluded: its last "run.end" (per invariant [checked, violated], and
+// whether the run drained) or "run.aborted" event.
+struct RecordedVerdict {
+  std::optional<nlohmann::json> invariants;  // {"ID": [checked, violated], ...}
+  std::optional<bool> drained;
+  std::optional<std::string> aborted;        // the broken assumption that stopped the run
+};
+RecordedVerdict recorded_verdict(const traces::TraceFile& trace);
+
+// {"ID": [checked, violated], ...}, as a run's "run.end" event records its tallies.
+nlohmann::json tally_summary(const sim::Tallies& tallies);
 
 struct ReplayOutcome {
   bool matched = false;
@@ -49,6 +65,8 @@ struct ReplayOutcome {
   std::optional<std::string> choice_divergence;  // the re-run asked for a choice the log does not hold
   uint64_t hash = 0;
   uint64_t events = 0;
+  SeedOutcome run;           // the replayed run, checked exactly as `run_seed` checks one
+  RecordedVerdict recorded;  // what the trace says its run concluded
 };
 
 // Re-runs `trace` from its configuration and choices (seed withheld). Throws std::invalid_argument

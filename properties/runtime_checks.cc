@@ -30,6 +30,7 @@ const char* id_for(const std::string& ev) {
   if (ev == "rpc.fail") return "RT-16";
   if (ev == "cold.call") return "RT-22";
   if (ev == "fault") return "RT-09";
+  if (ev == "phase") return "RT-24";
   return "RT-19";
 }
 
@@ -57,6 +58,7 @@ void RuntimeChecks::record(const nlohmann::json& event) {
     else if (ev == "rpc.fail") on_rpc_fail(event);
     else if (ev == "cold.call") on_cold_call(event, t);
     else if (ev == "fault") on_fault(event);
+    else if (ev == "phase") on_phase(event, t);
 
     // RT-19: every event tagged with an object's incarnation (the start and end are checked above).
     if (ev != "incarnation.start" && ev != "incarnation.end") {
@@ -98,9 +100,10 @@ void RuntimeChecks::on_incarnation_end(const nlohmann::json& e, int64_t t) {
   // RT-07: every commit still unconfirmed at the end was settled by a durability decision.
   tallies_.check("RT-07", o.unconfirmed.empty(), [&] {
     return who(label, number) + " ended at t=" + str(t) + " with " + str(uint64_t{o.unconfirmed.size()}) +
-           " unconfirmed commits (first " + str(o.unconfirmed.front()) + ") and no durability decision";
+           " unconfirmed commits (first " + str(o.unconfirmed.front().number) + ") and no durability decision";
   });
   o.unconfirmed.clear();
+  o.alarm = o.durable_alarm;
   if (!inc.ended_at) inc.ended_at = t;
   if (o.live == number) o.live.reset();
   // RT-04: an alarm run of this incarnation ends with it.
@@ -141,7 +144,9 @@ void RuntimeChecks::on_commit(const nlohmann::json& e) {
     return "commit " + str(commit) + " of " + who(label, number) + " after a critical error poisoned its storage";
   });
   o.last_commit = std::max(o.last_commit, commit);
-  o.unconfirmed.push_back(commit);
+  const nlohmann::json& alarm = e.at("alarm");
+  o.alarm = alarm.is_null() ? std::nullopt : std::optional<int64_t>(alarm.get<int64_t>());
+  o.unconfirmed.push_back(UnconfirmedCommit{commit, o.alarm});
 }
 
 void RuntimeChecks::on_confirm(const nlohmann::json& e) {
@@ -153,14 +158,19 @@ void RuntimeChecks::on_confirm(const nlohmann::json& e) {
     return "confirmation of commit " + str(commit) + " by " + who(label, number) + " while " +
            (o.live ? "incarnation " + str(*o.live) + " is live" : "no incarnation is live");
   });
-  const bool in_order = !o.unconfirmed.empty() && o.unconfirmed.front() == commit && commit > o.last_confirm;
+  const bool in_order = !o.unconfirmed.empty() && o.unconfirmed.front().number == commit && commit > o.last_confirm;
   tallies_.check("RT-07", in_order && !o.vanished.count(commit), [&] {
     if (o.vanished.count(commit)) return label + " confirmed commit " + str(commit) + ", which a durability decision dropped";
     if (o.unconfirmed.empty()) return label + " confirmed commit " + str(commit) + " with no commit awaiting confirmation";
-    return label + " confirmed commit " + str(commit) + " before commit " + str(o.unconfirmed.front()) +
+    return label + " confirmed commit " + str(commit) + " before commit " + str(o.unconfirmed.front().number) +
            " (last confirmed " + str(o.last_confirm) + ")";
   });
-  std::erase(o.unconfirmed, commit);
+  const auto confirmed = std::find_if(o.unconfirmed.begin(), o.unconfirmed.end(),
+                                      [&](const UnconfirmedCommit& c) { return c.number == commit; });
+  if (confirmed != o.unconfirmed.end()) {
+    o.durable_alarm = confirmed->alarm;
+    o.unconfirmed.erase(confirmed);
+  }
   o.last_confirm = std::max(o.last_confirm, commit);
   o.durable = std::max(o.durable, commit);
 }
@@ -177,10 +187,16 @@ void RuntimeChecks::on_durability(const nlohmann::json& e) {
   });
   const int64_t keep = std::clamp<int64_t>(kept, 0, pending);
   for (int64_t i = 0; i < pending; ++i) {
-    if (i < keep) o.durable = std::max(o.durable, o.unconfirmed[static_cast<std::size_t>(i)]);
-    else o.vanished.insert(o.unconfirmed[static_cast<std::size_t>(i)]);
+    const UnconfirmedCommit& c = o.unconfirmed[static_cast<std::size_t>(i)];
+    if (i < keep) {
+      o.durable = std::max(o.durable, c.number);
+      o.durable_alarm = c.alarm;
+    } else {
+      o.vanished.insert(c.number);
+    }
   }
   o.unconfirmed.clear();
+  o.alarm = o.durable_alarm;  // the next incarnation opens the durable state
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,7 +241,9 @@ void RuntimeChecks::on_alarm_run(const nlohmann::json& e, int64_t t) {
   ObjectState& o = object(label);
   const std::string what = label + " alarm run for " + str(scheduled) + " at t=" + str(t);
 
-  if (o.early_fires > 0) --o.early_fires;  // alarm.early (arbitrary profile) may run it before its time
+  // alarm.early (arbitrary profile) runs one handler of the scheduled time it was drawn for early.
+  const auto early = o.early_fires.find(scheduled);
+  if (t < scheduled && early != o.early_fires.end()) o.early_fires.erase(early);
   else tallies_.check("RT-03", t >= scheduled, [&] { return what + ": before its scheduled time"; });
 
   tallies_.check("RT-04", !o.alarm_running, [&] {
@@ -248,6 +266,7 @@ void RuntimeChecks::on_alarm_end(const nlohmann::json& e, int64_t t, bool succes
   const int64_t scheduled = e.at("scheduled").get<int64_t>();
   ObjectState& o = object(label);
   o.alarm_running.reset();  // RT-04: the run (if any) is over
+  o.last_alarm_end = AlarmEnd{scheduled, t};
   if (success || e.value("superseded", false)) {
     // A success, or a new alarm set or deleted by the failed handler, ends the occurrence's retries.
     const auto found = o.occurrences.find(scheduled);
@@ -392,10 +411,49 @@ void RuntimeChecks::on_fault(const nlohmann::json& e) {
   const auto label = e.find("object");
   if (label == e.end() || !label->is_string() || label->get_ref<const std::string&>().empty()) return;
   const std::string& object_label = label->get_ref<const std::string&>();
-  if (fault == "alarm.early") ++object(object_label).early_fires;
+  if (fault == "alarm.early") object(object_label).early_fires.insert(e.at("details").at("scheduled").get<int64_t>());
   else if (fault == "rpc.duplicate_delivery") ++object(object_label).duplicate_deliveries;
   else if (fault == "object.zombie") incarnation(object_label, e.value("incarnation", int64_t{0})).zombie = true;
   else if (fault == "storage.critical") object(object_label).poisoned = e.value("incarnation", int64_t{0});
+  else if (fault == "alarm.lost") object(object_label).alarm_lost = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Liveness at the check phase (RT-14, RT-24)
+
+void RuntimeChecks::on_phase(const nlohmann::json& e, int64_t t) {
+  if (e.at("phase").get<std::string>() != "check") return;
+  check_liveness(t, e.at("idle").get<bool>());
+}
+
+// A stored alarm whose time passed must have run: by the time of the check, no later than
+// kAlarmMaxLateMs after its time or after the retry its last failure announced (runtime.md 7.2,
+// 7.4); and at all, once the executor has nothing left that could run it.
+void RuntimeChecks::check_liveness(int64_t t, bool idle) {
+  for (const auto& [label, o] : objects_) {
+    std::string overdue;
+    if (o.alarm && !o.alarm_running && !o.alarm_lost) {
+      const int64_t scheduled = *o.alarm;
+      const auto occurrence = o.occurrences.find(scheduled);
+      const bool abandoned = occurrence != o.occurrences.end() && occurrence->second.abandoned;
+      int64_t due = scheduled;
+      if (occurrence != o.occurrences.end() && occurrence->second.next) due = std::max(due, *occurrence->second.next);
+      if (o.last_alarm_end && o.last_alarm_end->scheduled == scheduled) due = std::max(due, o.last_alarm_end->at);
+      const bool late = idle ? due <= t : t - due > kAlarmMaxLateMs;
+      if (late && !abandoned) {
+        overdue = label + " stores an alarm for " + str(scheduled) + ", due since " + str(due) + ", that has not run by t=" +
+                  str(t) + (idle ? " and nothing is left to run it" : "");
+      }
+    }
+    tallies_.check("RT-14", overdue.empty(), [&] { return overdue; });
+    tallies_.check("RT-24", overdue.empty(), [&] { return overdue; });
+    if (idle) {
+      tallies_.check("RT-24", o.unconfirmed.empty(), [&] {
+        return label + " commit " + str(o.unconfirmed.front().number) + " still awaits confirmation at t=" + str(t) +
+               " and nothing is left to confirm it";
+      });
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

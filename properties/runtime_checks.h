@@ -1,7 +1,8 @@
 // History checks of the simulated runtime over the event stream (invariants-events-runtime.md,
 // "Runtime and simulator"). One observer of the recorder sees every event as it is recorded and
 // counts, per invariant ID, each check and each violation:
-//   RT-03  an alarm handler never starts before its scheduled time (exempt after an alarm.early fault)
+//   RT-03  an alarm handler never starts before its scheduled time (one run exempt per alarm.early
+//          fault drawn for that scheduled time)
 //   RT-04  per object, at most one alarm run at a time (a run ends at alarm.success / alarm.failure or
 //          at the end of its incarnation)
 //   RT-07  confirmations in commit order, commit numbers increasing, a durability decision keeps a
@@ -13,6 +14,11 @@
 //          production order, never after it was dropped or its incarnation ended
 //   RT-18  after a storage.critical fault, its incarnation commits nothing and no effect of it leaves
 //   RT-12  the alarm retry schedule of runtime.md 7.4, replayed per (object, scheduled) occurrence
+//   RT-14  at the check phase no object stores an alarm whose time (or announced retry) passed more
+//          than kAlarmMaxLateMs ago, or at all once nothing is left to run, without a run in progress
+//          (the stored value followed through commits and durability decisions; exempt after alarm.lost)
+//   RT-24  at the check phase: no overdue stored alarm (as RT-14), and no commit awaiting a
+//          confirmation once nothing is left to run
 //   RT-15  per stub, deliveries in call order; no successful reply on a stub after one of its calls failed
 //   RT-16  a call lost before delivery was not delivered, one whose reply was lost was delivered once,
 //          no call is delivered twice (exempt after an rpc.duplicate_delivery fault on the callee)
@@ -40,9 +46,11 @@ class RuntimeChecks final : public sim::TraceSink {
  public:
   static constexpr int64_t kColdWriteIntervalMs = 1'000;  // runtime.md 1
   static constexpr int64_t kShutdownGraceMs = 30'000;     // runtime.md 1 (object.zombie)
+  static constexpr int64_t kAlarmMaxLateMs = 60'000;      // runtime.md 1: how late a fire may be
 
   void record(const nlohmann::json& event) override;
-  // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 15, 16, 19 and 22 to `tallies`.
+  // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 14, 15, 16, 19, 22 and 24 to `tallies`
+  // (RT-14 and RT-24 once the run's "phase: check" event was seen).
   void report(sim::Tallies& tallies) const;
   // RT-09: one check per fault id, the number of "fault" events seen against `accounting`'s firings.
   void report_faults(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const;
@@ -59,21 +67,38 @@ class RuntimeChecks final : public sim::TraceSink {
     bool abandoned = false;
   };
 
+  // A local commit neither confirmed nor decided yet, and the stored alarm once it applies.
+  struct UnconfirmedCommit {
+    uint64_t number = 0;
+    std::optional<int64_t> alarm;
+  };
+
+  // RT-14: when the last alarm run of an object ended, and for which scheduled time.
+  struct AlarmEnd {
+    int64_t scheduled = 0;
+    int64_t at = 0;
+  };
+
   struct ObjectState {
     std::optional<int64_t> live;    // RT-08: the incarnation between its start and its end
     int64_t last_started = 0;
     // RT-07
     uint64_t last_commit = 0;
     uint64_t last_confirm = 0;
-    uint64_t durable = 0;                 // the last confirmed or kept commit
-    std::deque<uint64_t> unconfirmed;     // committed, neither confirmed nor decided
+    uint64_t durable = 0;                      // the last confirmed or kept commit
+    std::deque<UnconfirmedCommit> unconfirmed;
     std::set<uint64_t> vanished;
+    // RT-14: the stored alarm as the object reads it (every local commit applied), and as its
+    // durable state holds it (confirmed and kept commits only).
+    std::optional<int64_t> alarm, durable_alarm;
+    std::optional<AlarmEnd> last_alarm_end;
+    bool alarm_lost = false;  // an alarm.lost fault (arbitrary profile) excuses a silent alarm
     // RT-04
     std::optional<int64_t> alarm_running;  // the incarnation of the run in progress
     // RT-12
     std::map<int64_t, Occurrence> occurrences;
     // Exemptions for faults of the arbitrary profile.
-    int64_t early_fires = 0;        // alarm.early faults not yet matched by an alarm.run
+    std::multiset<int64_t> early_fires;  // scheduled times of alarm.early faults not yet matched by an early run
     int64_t duplicate_deliveries = 0;
     // RT-18: the incarnation a storage.critical fault poisoned (nothing of it commits or leaves after)
     std::optional<int64_t> poisoned;
@@ -118,6 +143,9 @@ class RuntimeChecks final : public sim::TraceSink {
   void on_rpc_fail(const nlohmann::json& e);
   void on_cold_call(const nlohmann::json& e, int64_t t);
   void on_fault(const nlohmann::json& e);
+  void on_phase(const nlohmann::json& e, int64_t t);
+  // RT-14 and RT-24 at the check phase, `idle` when the executor had nothing left to run.
+  void check_liveness(int64_t t, bool idle);
   // RT-19 for any event tagged with an object's incarnation.
   void check_not_after_end(const std::string& ev, const std::string& label, int64_t number, int64_t t);
 

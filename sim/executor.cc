@@ -1,7 +1,11 @@
 // Timer heap, idle skipping and the recorded same-time choice; see executor.h.
 #include "sim/executor.h"
 
+#include <cxxabi.h>
+
 #include <cassert>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -53,6 +57,32 @@ void Executor::gather_due() {
   }
 }
 
+namespace {
+
+// The source-level name of a callback's type (for a lambda: the function that wrote it), which is
+// what a person needs to find the code that keeps scheduling it.
+std::string describe(const Executor::Callback& callback) {
+  const char* mangled = callback.target_type().name();
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+  return status == 0 && demangled ? demangled.get() : mangled;
+}
+
+}  // namespace
+
+void Executor::enforce_limits(const Callback& next) {
+  if (clock_.now() != instant_) {
+    instant_ = clock_.now();
+    events_at_instant_ = 0;
+  }
+  if (++events_at_instant_ > limits_.per_instant)
+    throw RunawayError("runaway: more than " + std::to_string(limits_.per_instant) + " events at simulated time " +
+                       std::to_string(instant_) + " without the clock moving; the event that repeats: " + describe(next));
+  if (events_run_ >= limits_.total)
+    throw RunawayError("runaway: more than " + std::to_string(limits_.total) + " events in one run (simulated time " +
+                       std::to_string(instant_) + "); the next event: " + describe(next));
+}
+
 bool Executor::run_one(SimTime horizon) {
   gather_due();
   while (ready_.empty()) {
@@ -66,6 +96,7 @@ bool Executor::run_one(SimTime horizon) {
   ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(pick));
   auto node = callbacks_.extract(id);
   assert(!node.empty());
+  enforce_limits(node.mapped());
   ++events_run_;
   node.mapped()();
   return true;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <queue>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,23 @@ class SimClock {
   SimTime now_;
 };
 
+// Bounds that turn a runaway run into an error instead of a hang: a timer re-armed at the current
+// instant for ever, or an event storm that never ends. Legitimate runs stay far below both (a
+// default seed runs a few thousand events, a few hundred at one instant).
+struct EventLimits {
+  static constexpr uint64_t kDefaultPerInstant = 100'000;
+  static constexpr uint64_t kDefaultTotal = 20'000'000;
+  uint64_t per_instant = kDefaultPerInstant;  // events run while the clock stands still
+  uint64_t total = kDefaultTotal;             // events run in all
+};
+
+// Thrown by Executor::run_one when a bound of EventLimits is exceeded; the message names the bound,
+// the simulated time and the event that was about to run once more.
+class RunawayError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Executor {
  public:
   using Callback = std::function<void()>;
@@ -48,8 +66,10 @@ class Executor {
   bool cancel(TimerId id);
 
   // Runs one event, advancing the clock if nothing is due now. Returns false when no event is
-  // pending or the next one is later than `horizon`.
+  // pending or the next one is later than `horizon`. Throws RunawayError (without running the
+  // event) when running it would exceed the limits.
   bool run_one(SimTime horizon = INT64_MAX);
+  void set_limits(EventLimits limits) { limits_ = limits; }
 
   bool idle() const { return callbacks_.empty(); }
   std::size_t pending() const { return callbacks_.size(); }
@@ -64,6 +84,8 @@ class Executor {
     bool operator>(const Entry& other) const { return when != other.when ? when > other.when : id > other.id; }
   };
   void gather_due();
+  // REQUIRES: `next` is the callback about to run. Throws RunawayError past a limit.
+  void enforce_limits(const Callback& next);
 
   SimClock& clock_;
   RandomSource& random_;
@@ -73,6 +95,9 @@ class Executor {
   std::unordered_map<TimerId, Callback> callbacks_;     // pending timers (lookup only)
   TimerId next_id_ = 1;
   uint64_t events_run_ = 0;
+  EventLimits limits_;
+  SimTime instant_ = -1;         // the time of the last event run
+  uint64_t events_at_instant_ = 0;
 };
 
 }  // namespace durasim::sim

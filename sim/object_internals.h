@@ -96,9 +96,14 @@ class SimObject {
 
   std::optional<int64_t> manager_at_;
   TimerId manager_timer_ = kNoTimer;
-  bool late_pending_ = false;  // the current fire was already delayed by alarm.late
+  // A fire an alarm fault moved: for the stored time `stored`, at `at` instead.
+  struct FaultedFire {
+    int64_t stored = 0;
+    int64_t at = 0;
+  };
+  std::optional<FaultedFire> late_;    // alarm.late: this fire was delayed (and is not delayed again)
+  std::optional<FaultedFire> early_;   // alarm.early: the handler runs at `at`, before its time
   std::optional<int64_t> lost_alarm_;  // alarm.lost: this stored time never fires
-  std::optional<int64_t> early_for_;   // alarm.early: the manager fires early for this stored time
   bool alarm_running_ = false;
   // Retry state of the occurrence that last failed (runtime.md 7.4).
   std::optional<int64_t> retry_occurrence_;

@@ -117,10 +117,20 @@ void SimObject::schedule_code_update() {
 // ---------------------------------------------------------------------------------------------
 // The alarm manager
 
+// When the manager should next fire for `stored`: at its time; for an occurrence that failed, at its
+// announced retry but never before the stored time (a failed early run may announce a retry earlier
+// than its time; firing for it then would find nothing due and re-arm at once); after an alarm.late
+// fault, not before the delayed time; after an alarm.early fault, at the early time (for a first
+// run only: a fault moves one fire, and an outcome of the occurrence clears it). The faults'
+// times belong to the stored value they were drawn for, so a confirmation that re-derives the
+// manager's time keeps them.
 std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
   if (!stored || stored == lost_alarm_) return std::nullopt;  // alarm.lost: silent until set again
-  if (retry_occurrence_ == stored && retry_at_) return *retry_at_;
-  return stored;
+  int64_t at = *stored;
+  if (retry_occurrence_ == stored && retry_at_) at = std::max(at, *retry_at_);
+  else if (early_ && early_->stored == *stored) at = std::min(at, early_->at);
+  if (late_ && late_->stored == *stored) at = std::max(at, late_->at);
+  return at;
 }
 
 void SimObject::arm_manager(std::optional<int64_t> at) {
@@ -129,8 +139,11 @@ void SimObject::arm_manager(std::optional<int64_t> at) {
   manager_timer_ = kNoTimer;
   manager_at_ = at;
   if (!at) return;
+  // manager_at_ names the pending timer and nothing else: once it fired, no time is armed (a stale
+  // time here would make a later arm for that same time look redundant, and lose the alarm).
   manager_timer_ = executor.at(*at, [this] {
     manager_timer_ = kNoTimer;
+    manager_at_.reset();
     manager_fire();
   });
 }
@@ -144,17 +157,16 @@ void SimObject::manager_consider_earlier(std::optional<int64_t> stored) {
   }
   const std::optional<int64_t> target = desired_fire(stored);
   if (!target || (manager_at_ && *manager_at_ <= *target)) return;
-  // alarm.early: the manager fires, and the handler runs, up to a minute before the stored time.
+  // alarm.early: the manager fires, and the handler runs, up to a minute before the stored time
+  // (offered for a fresh stored time, not for the retry of a failed one).
   int64_t early = 0;
-  if (runtime_.faults().fires(FaultKind::alarm_early, site, [&] {
+  if (target == stored && runtime_.faults().fires(FaultKind::alarm_early, site, [&] {
         early = world.random().between(fault_detail_stream_, 1, kAlarmMaxLateMs);
         return nlohmann::json{{"early", early}, {"scheduled", *target}};
       })) {
-    early_for_ = *target;
-    arm_manager(std::max(world.now(), *target - early));
-  } else {
-    arm_manager(target);
+    early_ = FaultedFire{*stored, std::max(world.now(), *target - early)};
   }
+  arm_manager(desired_fire(stored));
   int64_t spurious_at = 0;
   if (runtime_.faults().fires(FaultKind::alarm_spurious, site, [&] {
         spurious_at = world.random().between(fault_detail_stream_, world.now(), std::max(world.now(), *target));
@@ -169,33 +181,37 @@ void SimObject::manager_after_confirm(std::optional<int64_t> alarm_after) {
   if (target != manager_at_) arm_manager(target);
 }
 
+// A fire of the manager, its own timer's or a spurious one: reads the stored alarm (the live view)
+// and runs the handler only if it is due (runtime.md 7.2), or early for an alarm.early fault.
 void SimObject::manager_fire() {
   World& world = runtime_.world();
   const int64_t now = world.now();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!stored) return;
-  const bool early = early_for_ && early_for_ == stored && !alarm_running_;
-  early_for_.reset();
-  if (early) {
+  if (early_ && early_->stored != *stored) early_.reset();  // drawn for a time no longer stored
+  if (late_ && late_->stored != *stored) late_.reset();
+  if (early_ && now >= early_->at && !alarm_running_) {
+    early_.reset();
     ensure_live().run_alarm(AlarmInvocationInfo{0, false, *stored});
     return;
   }
-  if (*stored > now || (retry_occurrence_ == stored && retry_at_ && *retry_at_ > now)) {
-    if (!manager_at_ || *manager_at_ < now) arm_manager(desired_fire(stored));
+  const std::optional<int64_t> due = desired_fire(stored);
+  if (*due > now) {
+    if (due != manager_at_) arm_manager(due);
     return;
   }
   if (alarm_running_) return;  // the running handler's outcome re-arms
   const FaultSite site{label_, live_ ? live_->number() : 0, "fire"};
   int64_t late = 0;
-  if (!late_pending_ && runtime_.faults().fires(FaultKind::alarm_late, site, [&] {
+  if (!late_ && runtime_.faults().fires(FaultKind::alarm_late, site, [&] {
         late = world.random().between(fault_detail_stream_, 1, kAlarmMaxLateMs);
         return nlohmann::json{{"delay", late}};
       })) {
-    late_pending_ = true;
-    arm_manager(now + late);
+    late_ = FaultedFire{*stored, now + late};
+    arm_manager(late_->at);
     return;
   }
-  late_pending_ = false;
+  late_.reset();
   AlarmInvocationInfo info;
   info.scheduledTime = *stored;
   info.retryCount = retry_occurrence_ == stored ? retry_.counted : 0;
@@ -210,6 +226,8 @@ void SimObject::manager_fire() {
 
 void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure) {
   alarm_running_ = false;
+  early_.reset();  // the fire the faults moved has happened
+  late_.reset();
   World& world = runtime_.world();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!failure) {
@@ -217,7 +235,9 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
     retry_at_.reset();
     world.emit("alarm.success", {{"object", label_}, {"scheduled", scheduled}});
     if (runtime_.faults().fires(FaultKind::alarm_duplicate, FaultSite{label_, live_ ? live_->number() : 0, "success"})) {
-      world.executor().at(world.now(), [this, scheduled] {
+      // A recoverable fault never runs a handler early (RT-03): the duplicate of a run that
+      // alarm.early started ahead of its time waits for that time (docs/decisions.md).
+      world.executor().at(std::max(world.now(), scheduled), [this, scheduled] {
         if (alarm_running_) return;
         AlarmInvocationInfo info{0, false, scheduled};
         ensure_live().run_alarm(info);

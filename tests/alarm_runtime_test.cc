@@ -350,6 +350,92 @@ TEST(AlarmRuntime, AConstructorThatThrowsOnAnAlarmWakeFailsTheInvocationAtOnce) 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Across resets and faults
+
+// The durability decision of the gate-timeout reset below: how many of the unconfirmed commits it kept.
+int64_t kept_at_reset(const AlarmRig& rig) {
+  const std::vector<json> decisions = rig.events("durability", kLabel);
+  return decisions.empty() ? -1 : decisions.back().at("kept").get<int64_t>();
+}
+
+std::vector<json> resets(const AlarmRig& rig) {
+  std::vector<json> out;
+  for (const json& e : rig.events("incarnation.end", kLabel))
+    if (e.at("reset").get<bool>()) out.push_back(e);
+  return out;
+}
+
+// runtime.md 7.2 and 4.5: the stored alarm T comes due while a commit moving it later waits for a
+// confirmation that never comes (storage.gate_timeout); the reset keeps T (the move vanished) or
+// the later time. Either way the manager must be armed for the durable alarm, an overdue one at
+// once. Both decisions are reached over these seeds.
+TEST(AlarmRuntime, AnAlarmDueDuringAGateTimeoutWaitFiresAfterTheReset) {
+  int decisions_seen[2] = {0, 0};
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    AlarmRig rig(seed);
+    const int64_t first = kStart + 10'000, later = kStart + 100'000;
+    CallPtr set_first = rig.call("set", {{"at", first}});
+    rig.run_for(1'000);
+    ASSERT_TRUE(set_first->ok) << set_first->error;
+    rig.faults.arm(FaultKind::storage_gate_timeout);  // the next commit: the move to `later`
+    CallPtr move = rig.call("set", {{"at", later}});
+    rig.run_for(300'000);
+    ASSERT_EQ(rig.faults.fired(FaultKind::storage_gate_timeout), 1);
+    ASSERT_EQ(resets(rig).size(), 1u) << "the gate timeout resets the object";
+    EXPECT_FALSE(move->ok) << "the caller of the wedged commit sees the reset";
+    const int64_t kept = kept_at_reset(rig);
+    ASSERT_TRUE(kept == 0 || kept == 1) << "seed " << seed;
+    ++decisions_seen[kept];
+    const int64_t durable = kept == 1 ? later : first;
+    const SimTime reset_at = resets(rig).front().at("t").get<SimTime>();
+    ASSERT_EQ(rig.journal.runs.size(), 1u) << "seed " << seed << ": the durable alarm " << durable << " ran once";
+    EXPECT_EQ(rig.journal.runs[0].scheduled, durable) << "seed " << seed;
+    EXPECT_EQ(rig.journal.runs[0].t, std::max(durable, reset_at)) << "seed " << seed << ": an overdue alarm fires at once";
+    EXPECT_FALSE(rig.stored().has_value()) << "seed " << seed;
+  }
+  EXPECT_GT(decisions_seen[0], 0) << "no seed reached the reset that drops the move";
+  EXPECT_GT(decisions_seen[1], 0) << "no seed reached the reset that keeps the move";
+}
+
+// An alarm.early run (arbitrary) is the only early run of its occurrence: the alarm.duplicate of
+// it waits for the stored time (docs/decisions.md, "Early runs").
+TEST(AlarmRuntime, TheDuplicateOfAnEarlyRunWaitsForTheStoredTime) {
+  AlarmRig rig(3);
+  const int64_t scheduled = kStart + 90'000;
+  rig.faults.arm(FaultKind::alarm_early);
+  rig.faults.arm(FaultKind::alarm_duplicate);
+  rig.call("set", {{"at", scheduled}});
+  rig.run_for(200'000);
+  ASSERT_EQ(rig.faults.fired(FaultKind::alarm_early), 1);
+  ASSERT_EQ(rig.faults.fired(FaultKind::alarm_duplicate), 1);
+  ASSERT_EQ(rig.journal.runs.size(), 2u);
+  EXPECT_LT(rig.journal.runs[0].t, scheduled) << "alarm.early ran the handler ahead of its time";
+  EXPECT_EQ(rig.journal.runs[1].scheduled, scheduled);
+  EXPECT_EQ(rig.journal.runs[1].t, scheduled) << "the duplicate waits for the stored time";
+}
+
+// A failed early run announces a retry that may fall before the stored time; the retry fires at the
+// later of the two, once (before, the manager re-armed for the past retry time without end).
+TEST(AlarmRuntime, TheRetryOfAFailedEarlyRunFiresNoEarlierThanTheStoredTime) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    AlarmRig rig(seed);
+    rig.journal.plan = {"throw", "ok"};
+    const int64_t scheduled = kStart + 90'000;
+    rig.faults.arm(FaultKind::alarm_early);
+    rig.call("set", {{"at", scheduled}});
+    rig.run_for(300'000);
+    ASSERT_EQ(rig.journal.runs.size(), 2u) << "seed " << seed;
+    EXPECT_LT(rig.journal.runs[0].t, scheduled) << "seed " << seed;
+    const std::vector<json> failures = rig.events("alarm.failure", kLabel);
+    ASSERT_EQ(failures.size(), 1u);
+    const int64_t announced = failures[0].at("next").get<int64_t>();
+    EXPECT_EQ(rig.journal.runs[1].t, std::max(announced, scheduled)) << "seed " << seed;
+    EXPECT_EQ(rig.journal.runs[1].retryCount, 1);
+    EXPECT_FALSE(rig.stored().has_value());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The pure retry schedule (sim/alarm_retry.h)
 
 TEST(AlarmRetrySchedule, CountedFailuresBackOffFrom2SecondsAndAbandonAfterSixRetries) {

@@ -1,6 +1,7 @@
 // The durasim binary as a process (DURASIM_BINARY): exit codes 0 / 1 / 2 and their messages for
 // `run` (a passing campaign, bad seed ranges, unknown workloads, invalid options), `replay` (a
-// saved trace, malformed / truncated / wrong-version files with a one-line error, a diverging trace)
+// saved trace, a failing trace replayed to its failure, malformed / truncated / wrong-version files
+// with a one-line error, a diverging trace)
 // and `properties` (listing, filters, JSON, unknown family or ID); plus the run summary's refusal of
 // invariant IDs missing from the registry.
 #include <gtest/gtest.h>
@@ -181,7 +182,27 @@ TEST_F(CliTest, ReplayOfASavedTraceIsOk) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "replay ok")) << r.out;
   EXPECT_TRUE(contains(r.out, "seed 7")) << r.out;
+  EXPECT_TRUE(contains(r.out, "invariants violated, recorded: none")) << r.out;
+  EXPECT_TRUE(contains(r.out, "invariants violated, replayed: none (as recorded)")) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// A failure trace replays to its failure: the replay prints the violations beside the recorded ones
+// and exits 1, as `run` did. (A liveness deadline of 1 ms leaves the alarms of seed 0 pending.)
+TEST_F(CliTest, ReplayOfAFailingTracePrintsItsViolationsAndExitsOne) {
+  const std::string path = file("failing.trace");
+  const Result run = durasim("run --workload alarms --seed 0 --safety-ms 60000 --liveness-ms 1 --save-trace '" + path + "'");
+  ASSERT_EQ(run.code, 1) << run.out << run.err;
+  ASSERT_TRUE(contains(run.out, "FAILED seed 0: ALM-14 violated")) << run.out;
+  EXPECT_TRUE(contains(run.out, "reproduce: durasim run --workload alarms --faults recoverable --safety-ms 60000 --liveness-ms 1 "
+                                "--seed 0 --save-trace seed-0.trace"))
+      << "the reproduce command carries every non-default setting: " << run.out;
+  const Result r = durasim("replay '" + path + "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "replay ok")) << "the replay itself matches: " << r.out;
+  EXPECT_TRUE(contains(r.out, "invariants violated, recorded: ALM-14 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(as recorded)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "FAILED ALM-14 violated")) << r.out;
 }
 
 TEST_F(CliTest, ReplayOfSavedTracesWithSeedPlaceholder) {

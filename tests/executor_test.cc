@@ -1,12 +1,14 @@
 // The simulated clock and executor (sim/executor.h): time order, same-time order as a recorded
 // choice in stream "executor.order" (and reproduced on replay), cancel, past timers, run_one's
-// horizon, idle-time skipping, and a clock that never moves backwards.
+// horizon, idle-time skipping, a clock that never moves backwards, and the runaway bounds.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sim/executor.h"
@@ -277,6 +279,51 @@ RC_GTEST_PROP(ExecutorProp, ClockMonotonicAndTimersRunOnTime, ()) {
   RC_ASSERT(!late_or_early);
   RC_ASSERT(std::is_sorted(times.begin(), times.end()));
   RC_ASSERT(rig.executor.idle());
+}
+
+// A timer that re-arms itself at the current instant: the loop a broken alarm manager once made.
+void rearm_now(Executor& executor, uint64_t& runs) {
+  ++runs;
+  executor.at(executor.clock().now(), [&executor, &runs] { rearm_now(executor, runs); });
+}
+
+TEST(ExecutorLimits, ATimerReArmedAtTheSameInstantStopsAtThePerInstantBound) {
+  Rig rig;
+  rig.executor.set_limits(EventLimits{1'000, 1'000'000});
+  uint64_t runs = 0;
+  rig.executor.after(10, [&] { rearm_now(rig.executor, runs); });
+  try {
+    rig.drain();
+    FAIL() << "a runaway loop must not drain";
+  } catch (const RunawayError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("more than 1000 events at simulated time " + std::to_string(kStart + 10)), std::string::npos) << what;
+    EXPECT_NE(what.find("rearm_now"), std::string::npos) << "names the code that re-arms: " << what;
+  }
+  EXPECT_EQ(runs, 1'000u) << "stops exactly at the bound, without running the event past it";
+}
+
+TEST(ExecutorLimits, TheTotalBoundStopsARunWhoseClockKeepsMoving) {
+  Rig rig;
+  rig.executor.set_limits(EventLimits{1'000, 5'000});
+  uint64_t runs = 0;
+  std::function<void()> tick = [&] {
+    ++runs;
+    rig.executor.after(1, tick);
+  };
+  rig.executor.after(1, tick);
+  EXPECT_THROW(rig.drain(), RunawayError);
+  EXPECT_EQ(runs, 5'000u);
+}
+
+TEST(ExecutorLimits, ManyEventsAtOneInstantBelowTheBoundRun) {
+  Rig rig;
+  rig.executor.set_limits(EventLimits{100, 1'000});
+  int ran = 0;
+  for (int round = 0; round < 5; ++round)
+    for (int i = 0; i < 100; ++i) rig.executor.after(round, [&] { ++ran; });
+  EXPECT_EQ(rig.drain(), 500u) << "the per-instant count starts again whenever the clock moves";
+  EXPECT_EQ(ran, 500);
 }
 
 }  // namespace

@@ -8,6 +8,14 @@
 namespace durasim::workloads {
 namespace {
 
+uint64_t positive(const nlohmann::json& j, const char* field, uint64_t fallback) {
+  if (!j.contains(field)) return fallback;
+  const nlohmann::json& value = j.at(field);
+  if (!value.is_number_unsigned() || value.get<uint64_t>() == 0)
+    throw std::invalid_argument(std::string("config field '") + field + "' must be an integer >= 1");
+  return value.get<uint64_t>();
+}
+
 int64_t non_negative(const nlohmann::json& j, const char* field, int64_t fallback) {
   if (!j.contains(field)) return fallback;
   const nlohmann::json& value = j.at(field);
@@ -19,12 +27,15 @@ int64_t non_negative(const nlohmann::json& j, const char* field, int64_t fallbac
 }  // namespace
 
 nlohmann::json RunConfig::to_json() const {
-  return {{"workload", workload},
-          {"faults", faults},
-          {"start_time", start_time},
-          {"safety_ms", safety_ms},
-          {"liveness_ms", liveness_ms},
-          {"options", options}};
+  nlohmann::json j = {{"workload", workload},
+                      {"faults", faults},
+                      {"start_time", start_time},
+                      {"safety_ms", safety_ms},
+                      {"liveness_ms", liveness_ms},
+                      {"options", options}};
+  if (limits.per_instant != sim::EventLimits::kDefaultPerInstant) j["max_events_per_instant"] = limits.per_instant;
+  if (limits.total != sim::EventLimits::kDefaultTotal) j["max_events"] = limits.total;
+  return j;
 }
 
 RunConfig RunConfig::from_json(const nlohmann::json& j) {
@@ -42,6 +53,8 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
   config.start_time = non_negative(j, "start_time", config.start_time);
   config.safety_ms = non_negative(j, "safety_ms", config.safety_ms);
   config.liveness_ms = non_negative(j, "liveness_ms", config.liveness_ms);
+  config.limits.per_instant = positive(j, "max_events_per_instant", config.limits.per_instant);
+  config.limits.total = positive(j, "max_events", config.limits.total);
   if (j.contains("options")) {
     if (!j.at("options").is_object()) throw std::invalid_argument("config field 'options' must be an object");
     config.options = j.at("options");

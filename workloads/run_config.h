@@ -22,7 +22,10 @@ struct RunConfig {
   sim::SimTime safety_ms = kDefaultSafetyMs;
   sim::SimTime liveness_ms = kDefaultLivenessMs;
   nlohmann::json options = nlohmann::json::object();  // workload-specific
+  sim::EventLimits limits;  // a run past them stops as a failure (runaway), never hangs
 
+  // The limits are written only when they differ from the defaults, so default traces keep their
+  // header and hash.
   nlohmann::json to_json() const;
   // Throws std::invalid_argument naming the offending field.
   static RunConfig from_json(const nlohmann::json& j);

@@ -36,7 +36,8 @@ PhaseReport run_phases(sim::World& world, faults::FaultPlan& faults, Workload& w
 
   report.drained = workload.drained();
   if (!report.drained) report.pending = workload.pending();
-  world.emit("phase", {{"phase", "check"}, {"drained", report.drained}});
+  // `idle`: nothing is left to run, so whatever is still pending would stay pending for ever.
+  world.emit("phase", {{"phase", "check"}, {"drained", report.drained}, {"idle", world.executor().idle()}});
   if (!report.stopped) workload.check(world, tallies);
   report.end_time = world.now();
   report.events = world.executor().events_run() - events_before;

@@ -1,0 +1,83 @@
+// Seeds that larger sweeps than CI's found failing, each run again with its workload and fault
+// profile and expected to pass, and a runaway workload that must end as a failure within the event
+// bound instead of hanging. The mechanisms behind each seed have unit tests of their own
+// (alarm_runtime_test, runtime_checks_test, executor_test); these keep the seeds themselves green.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/seed_run.h"
+#include "sim/world.h"
+#include "workloads/workload.h"
+
+namespace durasim::cli {
+namespace {
+
+struct FoundSeed {
+  const char* workload;
+  const char* faults;
+  uint64_t seed;
+  const char* found;  // what the sweep saw before the fix
+};
+
+const std::vector<FoundSeed>& found_seeds() {
+  static const std::vector<FoundSeed> seeds = {
+      {"alarms", "recoverable", 1343, "ALM-14: an alarm lost after a gate-timeout reset"},
+      {"alarms", "recoverable", 3145, "ALM-14: an alarm lost after a gate-timeout reset"},
+      {"log", "recoverable", 1091, "an alarm due at the liveness deadline that never fired"},
+      {"log", "recoverable", 1628, "an alarm due at the liveness deadline that never fired"},
+      {"runtime", "arbitrary", 11901, "a run that never ended (the alarm manager re-armed at one instant)"},
+      {"runtime", "arbitrary", 11285, "RT-03: a duplicate of an early alarm run, itself early"},
+      {"alarms", "arbitrary", 5715, "a run that never ended (a failed early run's retry before its time)"},
+      {"alarms", "arbitrary", 5151, "RT-03: a second early run of one occurrence"},
+      {"alarms", "arbitrary", 5657, "RT-03: a second early run of one occurrence"},
+  };
+  return seeds;
+}
+
+TEST(SweepRegressions, SeedsLargerSweepsFoundNowPass) {
+  for (const FoundSeed& found : found_seeds()) {
+    workloads::RunConfig config;
+    config.workload = found.workload;
+    config.faults = found.faults;
+    const SeedOutcome outcome = run_seed(config, found.seed);
+    EXPECT_TRUE(outcome.passed()) << found.workload << " seed " << found.seed << " under " << found.faults << " (found: " << found.found
+                                  << "): " << outcome.failure();
+    EXPECT_TRUE(outcome.tallies.by_id().count("RT-14")) << "RT-14 is checked in every workload";
+  }
+}
+
+// A workload whose only timer re-arms itself at the current instant for ever.
+class RunawayWorkload final : public workloads::Workload {
+ public:
+  void setup(sim::World&, faults::FaultPlan&) override {}
+  void start(sim::World& world) override { spin(world); }
+  bool drained() const override { return false; }
+  std::vector<std::string> pending() const override { return {"the spinning timer"}; }
+  void check(sim::World&, sim::Tallies&) override {}
+  nlohmann::json metrics() const override { return nlohmann::json::object(); }
+
+ private:
+  static void spin(sim::World& world) {
+    world.executor().at(world.now(), [&world] { spin(world); });
+  }
+};
+
+TEST(SweepRegressions, ARunawayWorkloadFailsWithinTheEventBound) {
+  const workloads::WorkloadInfo runaway{"runaway", "spins at one instant",
+                                        [](const nlohmann::json&) { return std::make_unique<RunawayWorkload>(); }};
+  workloads::RunConfig config;
+  config.workload = "runaway";
+  config.limits.per_instant = 5'000;
+  const SeedOutcome outcome = run_seed(runaway, config, 1);
+  EXPECT_FALSE(outcome.passed());
+  const std::string failure = outcome.failure();
+  EXPECT_NE(failure.find("runaway: more than 5000 events at simulated time"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("RunawayWorkload::spin"), std::string::npos) << "names the event that repeats: " << failure;
+  EXPECT_LE(outcome.executor_events, 5'000u);
+}
+
+}  // namespace
+}  // namespace durasim::cli
