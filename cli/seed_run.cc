@@ -35,6 +35,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   auto workload = info.make(config.options);
   try {
     outcome.phases = workloads::run_phases(world, plan, *workload, config, outcome.tallies, go);
+    outcome.tallies.merge(world.self_checks());
     if (go()) {
       time_check.report(outcome.tallies);
       runtime_checks.report(outcome.tallies);

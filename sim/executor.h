@@ -75,6 +75,7 @@ class Executor {
   std::size_t pending() const { return callbacks_.size(); }
   std::optional<SimTime> next_due() const;
   uint64_t events_run() const { return events_run_; }
+  uint64_t scheduled() const { return next_id_ - 1; }  // timers ever scheduled
   SimClock& clock() { return clock_; }
 
  private:

@@ -55,10 +55,12 @@ SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string 
   RandomSource& random = runtime.world().random();
   jitter_stream_ = random.stream("alarm.jitter");
   fault_detail_stream_ = random.stream("alarm.faults");
+  runtime.world().stores().add(label_, store_);
   schedule_code_update();
 }
 
 SimObject::~SimObject() {
+  runtime_.world().stores().remove(label_);
   Executor& executor = runtime_.world().executor();
   for (TimerId timer : {manager_timer_, code_update_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
@@ -366,10 +368,6 @@ SimObject& ObjectRuntime::object(const std::string& className, const std::string
   SimObject& ref = *object;
   objects_.emplace(std::move(key), std::move(object));
   return ref;
-}
-
-SqlCursor ObjectRuntime::inspect(const std::string& className, const std::string& name, std::string_view sql) {
-  return object(className, name).store().exec(sql, {});
 }
 
 void ObjectRuntime::heal() {

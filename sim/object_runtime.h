@@ -61,13 +61,11 @@ class ObjectRuntime {
   // Stops the per-object timed faults (code updates, partitions) and lifts storage caps (heal).
   void heal();
   std::vector<ObjectStatus> status() const;
-  // Runs a read-only statement on an object's store outside any incarnation (for checks after a
-  // drained run, when every commit is confirmed and the store holds exactly its durable state).
-  SqlCursor inspect(const std::string& className, const std::string& name, std::string_view sql);
   // Objects with unfinished runtime work (held effects, unconfirmed commits, calls in progress).
+  // (Stores are read through the World's read-only StoreView, world().stores().)
   std::vector<std::string> pending() const;
-  // Invariants the runtime checks on itself as it runs (RT-25 timers, RT-26 statement errors).
-  Tallies& self_checks() { return self_checks_; }
+  // Invariants the runtime checks on itself as it runs: the World's self checks.
+  Tallies& self_checks() { return world_.self_checks(); }
 
   // Internal plumbing shared by the runtime's parts.
   World& world() { return world_; }
@@ -98,7 +96,6 @@ class ObjectRuntime {
   ColdStore cold_;
   StreamId lag_stream_;
   uint64_t last_call_id_ = 0;
-  Tallies self_checks_;
   std::set<std::string> bucket_names_;  // every bucket an object or client has used
   std::map<std::string, int64_t> partitioned_until_;
 };

@@ -333,6 +333,11 @@ SqliteStore::SqliteStore(SqlEnvironment env, std::optional<std::string> file_pat
   mirror_image();
 }
 
+struct SqliteStore::DurableView {
+  TrackedImage image;
+  Connection db;
+};
+
 SqliteStore::~SqliteStore() = default;
 
 void SqliteStore::open_live() {
@@ -400,6 +405,57 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
   const int64_t read = std::max<int64_t>(static_cast<int64_t>(rows.size()),
                                          sqlite3_stmt_status(raw, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0));
   return SqlCursor(*columns, std::move(rows), read, written);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observation
+
+SqlCursor SqliteStore::observe_live(std::string_view sql, const std::vector<SqlValue>& params) {
+  return observe(live_.get(), sql, params);
+}
+
+SqlCursor SqliteStore::observe_durable(std::string_view sql, const std::vector<SqlValue>& params) {
+  return observe(durable_connection(), sql, params);
+}
+
+std::optional<int64_t> SqliteStore::observe_live_alarm() { return query_int(live_.get(), "SELECT time FROM _cf_alarm"); }
+
+std::optional<int64_t> SqliteStore::observe_durable_alarm() {
+  return query_int(durable_connection(), "SELECT time FROM _cf_alarm");
+}
+
+sqlite3* SqliteStore::durable_connection() {
+  if (!durable_view_) {
+    durable_view_ = std::make_unique<DurableView>(DurableView{TrackedImage(durable_image_), nullptr});
+    durable_view_->db.reset(open_image(durable_view_->image));
+    sqlite3_set_authorizer(durable_view_->db.get(), &SqliteStore::authorize, this);
+  }
+  return durable_view_->db.get();
+}
+
+SqlCursor SqliteStore::observe(sqlite3* db, std::string_view sql, const std::vector<SqlValue>& params) {
+  ClockScope clock(env_);
+  FlagScope scope(user_statement_, true);
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));
+  const auto error = [db](int rc) { return SqlError(std::string(sqlite3_errmsg(db)) + ": " + code_name(rc & 0xff)); };
+  if (const int rc = sqlite3_prepare_v2(db, sql.data(), length, &raw, &tail); rc != SQLITE_OK) throw error(rc);
+  Statement stmt(raw);
+  if (!stmt) return SqlCursor();
+  if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
+    throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
+  if (!sqlite3_stmt_readonly(raw)) throw SqlError("the store view is read-only: SQLITE_READONLY");
+  if (params.size() != static_cast<std::size_t>(sqlite3_bind_parameter_count(raw)))
+    throw SqlError("wrong number of parameter bindings for SQL query: SQLITE_RANGE");
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (const int rc = bind_value(raw, static_cast<int>(i + 1), params[i]); rc != SQLITE_OK) throw error(rc);
+  std::vector<SqlRow> rows;
+  int rc = sqlite3_step(raw);
+  auto columns = std::make_shared<const std::vector<std::string>>(column_names(raw));
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(raw)) rows.emplace_back(columns, row_values(raw));
+  if (rc != SQLITE_DONE) throw error(rc);
+  return SqlCursor(*columns, std::move(rows), static_cast<int64_t>(rows.size()), 0);
 }
 
 void SqliteStore::reject_more_statements(std::string_view rest) {
@@ -578,6 +634,7 @@ void SqliteStore::confirm(uint64_t number) {
     throw std::logic_error("RT-07: commit " + std::to_string(number) + " confirmed out of order");
   unconfirmed_.front().delta.apply_to(durable_image_);
   unconfirmed_.pop_front();
+  durable_view_.reset();
 }
 
 std::vector<uint64_t> SqliteStore::unconfirmed() const {
@@ -591,6 +648,7 @@ void SqliteStore::decide(std::size_t keep) {
     throw std::logic_error("decide: keeping " + std::to_string(keep) + " of " + std::to_string(unconfirmed_.size()) + " commits");
   for (std::size_t i = 0; i < keep; ++i) unconfirmed_[i].delta.apply_to(durable_image_);
   unconfirmed_.clear();
+  durable_view_.reset();
   live_.reset();  // closing the connection discards its open transaction
   in_transaction_ = false;
   savepoints_ = 0;

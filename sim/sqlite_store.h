@@ -90,6 +90,16 @@ class SqliteStore {
   uint64_t live_digest();
   uint64_t durable_digest();
 
+  // ---- Observation (sim/store_view.h): one read-only statement, as user SQL sees it (the alarm
+  // table stays hidden), on the live state (the open implicit transaction included) or on the
+  // durable state (confirmed commits only). It never writes, never opens or ends the implicit
+  // transaction, and leaves every page as it was. Throws SqlError for any error, and for a
+  // statement that could write.
+  SqlCursor observe_live(std::string_view sql, const std::vector<SqlValue>& params = {});
+  SqlCursor observe_durable(std::string_view sql, const std::vector<SqlValue>& params = {});
+  std::optional<int64_t> observe_live_alarm();
+  std::optional<int64_t> observe_durable_alarm();
+
  private:
   enum class Access { user, internal };
   struct PendingCommit {
@@ -101,8 +111,13 @@ class SqliteStore {
   };
   using Connection = std::unique_ptr<sqlite3, ConnectionCloser>;
 
+  // A connection on a copy of the durable image, for observe_durable; dropped when the image changes.
+  struct DurableView;
+
   void open_live();
   void configure_live();
+  SqlCursor observe(sqlite3* db, std::string_view sql, const std::vector<SqlValue>& params);
+  sqlite3* durable_connection();
   SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
   SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});
   void reject_more_statements(std::string_view rest);
@@ -129,6 +144,7 @@ class SqliteStore {
   int64_t max_bytes_ = kStorageMaxBytes;
   bool user_statement_ = false;         // the authorizer applies
   bool statement_needs_transaction_ = false;  // the authorizer saw PRAGMA defer_foreign_keys = ...
+  std::unique_ptr<DurableView> durable_view_;
 };
 
 }  // namespace durasim::sim

@@ -13,8 +13,13 @@ World::World(SimTime start_time, RandomSource random, TraceSink& sink)
 void World::emit(std::string_view type, nlohmann::json fields) {
   fields["ev"] = type;
   fields["t"] = clock_.now();
+  const uint64_t draws = random_.draws();
+  const uint64_t scheduled = executor_.scheduled();
   sink_.record(fields);
   for (TraceSink* observer : observers_) observer->record(fields);
+  if (random_.draws() != draws || executor_.scheduled() != scheduled)
+    throw std::logic_error("an observer of a '" + std::string(type) +
+                           "' event drew a choice or scheduled an event; observers only read (DESIGN.md, Checking)");
 }
 
 SleepAwaiter World::sleep_for(SimTime ms) {

@@ -14,12 +14,12 @@
 #include "engine/runtime.h"
 #include "sim/executor.h"
 #include "sim/random.h"
+#include "sim/store_view.h"
+#include "sim/tally.h"
 #include "sim/task_group.h"
 #include "sim/trace_sink.h"
 
 namespace durasim::sim {
-
-
 
 class World {
  public:
@@ -35,10 +35,18 @@ class World {
   TaskGroup& tasks() { return tasks_; }  // roots that belong to no object (clients, drivers)
 
   // Records one trace event of type `type` at the current time; `fields` must be a JSON object.
+  // The sink and its observers only read: if one of them draws a choice or schedules an event
+  // while it handles the event, emit throws std::logic_error (in every build), since a run must be
+  // the same with or without its checkers.
   void emit(std::string_view type, nlohmann::json fields = nlohmann::json::object());
-  // Adds a checker that sees every event after the sink, for as long as the World lives. Observers
-  // only read: they never emit, draw randomness or schedule anything.
+  // Adds a checker that sees every event after the sink, for as long as the World lives.
   void observe(TraceSink& observer) { observers_.push_back(&observer); }
+
+  // The observation surface's read-only window onto the object stores of this World.
+  StoreView& stores() { return stores_; }
+  // Invariants the simulator checks on itself as it runs (RT-11, RT-13, RT-17, RT-25, RT-26):
+  // counted here by the parts of sim/ that can see them, reported with the run's checks.
+  Tallies& self_checks() { return self_checks_; }
 
   // Parks the awaiting frame until `t` (or for `ms`), as a new event.
   SleepAwaiter sleep_until(SimTime t) { return SleepAwaiter(executor_, t); }
@@ -59,6 +67,8 @@ class World {
   Executor executor_;
   TraceSink& sink_;
   std::vector<TraceSink*> observers_;
+  StoreView stores_;
+  Tallies self_checks_;
   TaskGroup tasks_;
 };
 

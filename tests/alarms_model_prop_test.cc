@@ -557,11 +557,9 @@ class Sut {
   std::vector<AlarmRow> engineRows() {
     std::vector<AlarmRow> rows;
     if (!rig_.status(kLabel)) return rows;
-    SqlCursor tables = rig_.runtime.inspect(
-        kClass, kObject, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durability_alarms'");
+    SqlCursor tables = rig_.runtime.world().stores().live(durasim::sim::object_label(kClass, kObject), "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durability_alarms'");
     if (tables.toVector().empty()) return rows;
-    for (const SqlRow& r : rig_.runtime
-                               .inspect(kClass, kObject,
+    for (const SqlRow& r : rig_.runtime.world().stores().live(durasim::sim::object_label(kClass, kObject),
                                         "SELECT name, generation_id, status, scheduled_at, next_attempt_at, attempt,"
                                         " last_error, last_error_name, created_at FROM durability_alarms ORDER BY name")
                                .toVector()) {

@@ -237,7 +237,7 @@ struct AlarmRig : EnvHolder, Rig {
   }
   std::vector<json> ev(const std::string& type) const { return events(type, kLabel); }
 
-  json query(const std::string& sql) { return rows_json(runtime.inspect(kClass, "a", sql)); }
+  json query(const std::string& sql) { return rows_json(runtime.world().stores().live(durasim::sim::object_label(kClass, "a"), sql)); }
   json row(const std::string& name) {
     const json rows = query("SELECT * FROM durability_alarms WHERE name = '" + name + "'");
     return rows.empty() ? json() : rows[0];
@@ -1034,13 +1034,13 @@ TEST(AlarmsApp, OkAndFlakyAlarmsRunToCompletion) {
   ASSERT_TRUE(ok->ok) << ok->error;
   ASSERT_TRUE(flaky->ok) << flaky->error;
   const std::vector<SqlRow> effects =
-      rig.runtime.inspect(cls, "a", "SELECT name, attempt, at FROM app_effects ORDER BY at").toVector();
+      rig.runtime.world().stores().live(durasim::sim::object_label(cls, "a"), "SELECT name, attempt, at FROM app_effects ORDER BY at").toVector();
   ASSERT_EQ(effects.size(), 2u);
   EXPECT_EQ(effects[0].text("name"), "ok.0");
   EXPECT_GE(effects[0].int64("at"), kStart + 5'000);
   EXPECT_EQ(effects[1].text("name"), "flaky.0");
   EXPECT_EQ(effects[1].int64("attempt"), 3);
-  EXPECT_EQ(rig.runtime.inspect(cls, "a", "SELECT count(*) AS n FROM durability_alarms").one().int64("n"), 0);
+  EXPECT_EQ(rig.runtime.world().stores().live(durasim::sim::object_label(cls, "a"), "SELECT count(*) AS n FROM durability_alarms").one().int64("n"), 0);
   EXPECT_FALSE(rig.status(cls + "/a")->stored_alarm.has_value());
 }
 

@@ -818,9 +818,7 @@ using rt_test::LogRig;
 using Tamper = std::function<json(json)>;
 
 struct EngineRig : LogRig, sim::TraceSink {
-  LeaseChecks checks{[this](const std::string& label, std::string_view sql) {
-                       return runtime.inspect(label.substr(0, label.find('/')), label.substr(label.find('/') + 1), sql);
-                     },
+  LeaseChecks checks{[this](const std::string& label, std::string_view sql) { return runtime.world().stores().live(label, sql); },
                      rt_test::kLogClass};
   Tamper tamper;
   explicit EngineRig(LogOptions options, Tamper tampering = nullptr) : tamper(std::move(tampering)) {

@@ -571,10 +571,7 @@ using rt_test::LogRig;
 using rt_test::rec;
 
 StoreReader rigReader(LogRig& rig) {
-  return [&rig](const std::string& label, std::string_view sql) {
-    const std::size_t slash = label.find('/');
-    return rig.runtime.inspect(label.substr(0, slash), label.substr(slash + 1), sql);
-  };
+  return [&rig](const std::string& label, std::string_view sql) { return rig.runtime.world().stores().live(label, sql); };
 }
 
 struct MemoryCold {

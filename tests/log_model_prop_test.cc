@@ -677,7 +677,7 @@ class Sut {
     return std::nullopt;
   }
 
-  json query(const std::string& sql) { return rows_json(rig_.runtime.inspect(kClass, kObject, sql)); }
+  json query(const std::string& sql) { return rows_json(rig_.runtime.world().stores().live(durasim::sim::object_label(kClass, kObject), sql)); }
 
   json engineTables() {
     json t;

@@ -138,7 +138,7 @@ TEST(LogPartition, RetentionAlarmTrimsAndStopsWhenNothingIsHot) {
   const json bounds = p.call("bounds").at("result");
   EXPECT_EQ(bounds.at("hotOffset"), 3);
   EXPECT_EQ(bounds.at("nextOffset"), 3);
-  EXPECT_TRUE(p.rig.runtime.inspect(LogPartition::kClass, "p0", "SELECT * FROM app_partition").toVector().empty())
+  EXPECT_TRUE(p.rig.runtime.world().stores().live(durasim::sim::object_label(LogPartition::kClass, "p0"), "SELECT * FROM app_partition").toVector().empty())
       << "the sweep flag is cleared once no hot record remains";
 }
 

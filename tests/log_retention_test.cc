@@ -105,7 +105,7 @@ LogOptions withRetention(std::optional<int64_t> maxAgeMs, std::optional<int64_t>
 }
 
 int64_t totalBytes(LogRig& rig) {
-  return rig.runtime.inspect(kLogClass, "a", "SELECT total_bytes AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+  return rig.runtime.world().stores().live(durasim::sim::object_label(kLogClass, "a"), "SELECT total_bytes AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
   // While cold.write ran: intent [0, 2] stored, all records still hot, no segment yet.
   EXPECT_EQ(*during, (json{"0-2", 5, 0}));
   EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
-  const SqlRow seg = rig.runtime.inspect(kLogClass, "a", "SELECT * FROM durability_log_segments").one();
+  const SqlRow seg = rig.runtime.world().stores().live(durasim::sim::object_label(kLogClass, "a"), "SELECT * FROM durability_log_segments").one();
   EXPECT_EQ(seg.int64("first_offset"), 0);
   EXPECT_EQ(seg.int64("last_offset"), 2);
   EXPECT_EQ(seg.text("locator"), "seg-0");

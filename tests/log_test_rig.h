@@ -59,7 +59,7 @@ struct LogRig : LogEnvHolder, Rig {
     EXPECT_TRUE(c->ok) << c->error;
     return c->value;
   }
-  int64_t count(const std::string& sql) { return runtime.inspect(kLogClass, "a", sql).one().int64("n"); }
+  int64_t count(const std::string& sql) { return runtime.world().stores().live(durasim::sim::object_label(kLogClass, "a"), sql).one().int64("n"); }
   bool hasTable(const std::string& table) {
     return count("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'") == 1;
   }

@@ -70,7 +70,7 @@ struct MigrateRig : Rig {
     return migrate(kApp, list, std::move(target));
   }
 
-  json query(const std::string& sql) { return rows_json(runtime.inspect(kClass, "a", sql)); }
+  json query(const std::string& sql) { return rows_json(runtime.world().stores().live(durasim::sim::object_label(kClass, "a"), sql)); }
   // Every schema object the application can see (sqlite_sequence included, the runtime's own not).
   json schema() { return query("SELECT type, name, sql FROM sqlite_master WHERE name NOT GLOB '_cf_*' ORDER BY type, name"); }
   std::vector<std::string> tables() {

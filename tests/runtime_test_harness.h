@@ -180,9 +180,9 @@ struct Rig {
 inline std::vector<int64_t> column(sim::ObjectRuntime& runtime, const std::string& className, const std::string& name,
                                    const std::string& table, const std::string& col) {
   std::vector<int64_t> values;
-  SqlCursor tables = runtime.inspect(className, name, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'");
+  SqlCursor tables = runtime.world().stores().live(durasim::sim::object_label(className, name), "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'");
   if (tables.toVector().empty()) return values;
-  for (const SqlRow& row : runtime.inspect(className, name, "SELECT " + col + " FROM " + table + " ORDER BY rowid").toVector())
+  for (const SqlRow& row : runtime.world().stores().live(durasim::sim::object_label(className, name), "SELECT " + col + " FROM " + table + " ORDER BY rowid").toVector())
     values.push_back(row.int64(col));
   return values;
 }

@@ -220,7 +220,7 @@ struct SchedRig : EnvHolder, Rig {
     return n;
   }
   int64_t durabilityTables(const std::string& name) {
-    return runtime.inspect(kClass, name, "SELECT count(*) AS n FROM sqlite_master WHERE name LIKE 'durability%'").one().int64("n");
+    return runtime.world().stores().live(durasim::sim::object_label(kClass, name), "SELECT count(*) AS n FROM sqlite_master WHERE name LIKE 'durability%'").one().int64("n");
   }
 };
 
@@ -921,7 +921,7 @@ TEST(SchedulerHandoff, ALaterPassDoesNotInvokeTheRunningHandlerAgain) {
   EXPECT_EQ(rig.ev("alm.invoke").size(), 1u);
   EXPECT_EQ(rig.ev("alm.claim").size(), 1u);
   ASSERT_EQ(rig.ev("alm.handler.end").size(), 1u);
-  EXPECT_EQ(rig.runtime.inspect(kClass, "a", "SELECT count(*) AS n FROM durability_alarms").one().int64("n"), 0);
+  EXPECT_EQ(rig.runtime.world().stores().live(durasim::sim::object_label(kClass, "a"), "SELECT count(*) AS n FROM durability_alarms").one().int64("n"), 0);
   EXPECT_FALSE(rig.status(kLabel)->stored_alarm.has_value());
 }
 

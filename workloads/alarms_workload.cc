@@ -76,7 +76,6 @@ class AlarmsWorkload final : public Workload {
   }
 
   void check(sim::World& world, sim::Tallies& tallies) override {
-    tallies.merge(runtime_->self_checks());
     std::map<std::string, std::optional<int64_t>> stored;
     for (const sim::ObjectStatus& status : runtime_->status()) stored[status.label] = status.stored_alarm;
     checks_->finish(stored, world.now(), config_.scheduler.alarmMinDelayMs);
@@ -95,11 +94,8 @@ class AlarmsWorkload final : public Workload {
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   properties::StoreReader reader() {
-    sim::ObjectRuntime* runtime = runtime_.get();
-    return [runtime](const std::string& label, std::string_view sql) {
-      const std::size_t slash = label.find('/');
-      return runtime->inspect(label.substr(0, slash), label.substr(slash + 1), sql);
-    };
+    const sim::StoreView* stores = &world_->stores();
+    return [stores](const std::string& label, std::string_view sql) { return stores->live(label, sql); };
   }
 
   properties::AlarmPolicyView policyView() const {
@@ -120,16 +116,12 @@ class AlarmsWorkload final : public Workload {
   // Objects that still hold a pending occurrence or a stored alarm (the liveness goal is none).
   std::vector<std::string> unsettled() const {
     std::vector<std::string> items;
+    const sim::StoreView& stores = world_->stores();
     for (const sim::ObjectStatus& status : runtime_->status()) {
-      const std::string name = status.label.substr(status.label.find('/') + 1);
-      SqlCursor tables = runtime_->inspect(AlarmApp::kClass, name,
-                                           "SELECT count(*) AS n FROM sqlite_master WHERE name = 'durability_alarms'");
-      const bool hasTable = tables.one().int64("n") > 0;
       const int64_t pendingRows =
-          hasTable ? runtime_->inspect(AlarmApp::kClass, name, "SELECT count(*) AS n FROM durability_alarms WHERE status = 'pending'")
-                         .one()
-                         .int64("n")
-                   : 0;
+          stores.has_table(status.label, "durability_alarms")
+              ? stores.live(status.label, "SELECT count(*) AS n FROM durability_alarms WHERE status = 'pending'").one().int64("n")
+              : 0;
       if (pendingRows > 0) items.push_back(status.label + " has " + std::to_string(pendingRows) + " pending occurrences");
       else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");
     }

@@ -160,7 +160,6 @@ class LogWorkload final : public Workload {
     tallies.merge(logChecks_->tallies());
     tallies.merge(leaseChecks_->tallies());
     tallies.merge(routingChecks_.tallies());
-    tallies.merge(runtime_->self_checks());
     tallies.merge(expectations_);
   }
 
@@ -251,11 +250,8 @@ class LogWorkload final : public Workload {
 
   // The live store of an object, for checkers that read it at the instant of an event.
   properties::StoreReader reader() {
-    sim::ObjectRuntime* runtime = runtime_.get();
-    return [runtime](const std::string& objectLabel, std::string_view sql) {
-      const std::size_t slash = objectLabel.find('/');
-      return runtime->inspect(objectLabel.substr(0, slash), objectLabel.substr(slash + 1), sql);
-    };
+    const sim::StoreView* stores = &world_->stores();
+    return [stores](const std::string& objectLabel, std::string_view sql) { return stores->live(objectLabel, sql); };
   }
 
   // The LOG, LSE and RTE checkers observe the trace as it is recorded; check() finishes them and
@@ -678,20 +674,14 @@ class LogWorkload final : public Workload {
   // commit confirmed, so the stores hold exactly their durable state).
   std::vector<std::string> behind() const {
     std::vector<std::string> items;
-    std::set<std::string> existing;  // objects the runtime has seen (inspect would create the others)
-    for (const sim::ObjectStatus& status : runtime_->status()) existing.insert(status.label);
+    const sim::StoreView& stores = world_->stores();
     for (int64_t i = 0; i < partitions_; ++i) {
       const std::string name = partitionName(i);
-      if (!existing.count(label(name))) continue;
-      if (runtime_->inspect(LogPartition::kClass, name, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'durability_log_seq'")
-              .one()
-              .int64("n") == 0)
-        continue;  // never constructed: nothing was appended
-      const int64_t next = runtime_->inspect(LogPartition::kClass, name, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1")
-                               .one()
-                               .int64("n");
+      const std::string object = label(name);
+      if (!stores.has_table(object, "durability_log_seq")) continue;  // never constructed: nothing was appended
+      const int64_t next = stores.live(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
       std::map<std::string, int64_t> cursors;
-      for (const SqlRow& row : runtime_->inspect(LogPartition::kClass, name, "SELECT consumer, \"offset\" FROM durability_log_cursors").toVector())
+      for (const SqlRow& row : stores.live(object, "SELECT consumer, \"offset\" FROM durability_log_cursors").toVector())
         cursors[row.text("consumer")] = row.int64("offset");
       const auto cursor = [&](const std::string& consumer) { return cursors.count(consumer) ? cursors.at(consumer) : 0; };
       for (int64_t g = 0; g < groups_; ++g)

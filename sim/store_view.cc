@@ -1,0 +1,55 @@
+// The read-only store view; see store_view.h.
+#include "sim/store_view.h"
+
+#include <stdexcept>
+
+#include "sim/sqlite_store.h"
+
+namespace durasim::sim {
+
+// The empty store never runs SQL that draws or reads the clock on behalf of a run.
+StoreView::StoreView()
+    : empty_(std::make_unique<SqliteStore>(SqlEnvironment{[] { return uint64_t{0}; }, [] { return int64_t{0}; }})) {}
+
+StoreView::~StoreView() = default;
+
+std::vector<std::string> StoreView::labels() const {
+  std::vector<std::string> labels;
+  labels.reserve(stores_.size());
+  for (const auto& [label, store] : stores_) labels.push_back(label);
+  return labels;
+}
+
+SqliteStore& StoreView::store(std::string_view label) const {
+  const auto found = stores_.find(label);
+  return found == stores_.end() ? *empty_ : *found->second;
+}
+
+SqlCursor StoreView::live(std::string_view label, std::string_view sql, const std::vector<SqlValue>& params) const {
+  return store(label).observe_live(sql, params);
+}
+
+SqlCursor StoreView::durable(std::string_view label, std::string_view sql, const std::vector<SqlValue>& params) const {
+  return store(label).observe_durable(sql, params);
+}
+
+std::optional<int64_t> StoreView::live_alarm(std::string_view label) const { return store(label).observe_live_alarm(); }
+
+std::optional<int64_t> StoreView::durable_alarm(std::string_view label) const { return store(label).observe_durable_alarm(); }
+
+bool StoreView::has_table(std::string_view label, std::string_view table) const {
+  return live(label, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?", {std::string(table)})
+             .one()
+             .int64("n") > 0;
+}
+
+void StoreView::add(const std::string& label, SqliteStore& store) {
+  if (!stores_.emplace(label, &store).second) throw std::logic_error("store view: '" + label + "' is registered twice");
+}
+
+void StoreView::remove(std::string_view label) {
+  const auto found = stores_.find(label);
+  if (found != stores_.end()) stores_.erase(found);
+}
+
+}  // namespace durasim::sim
