@@ -136,7 +136,10 @@ void EngineTxn::reconcile() {
   engine_.requestReconcile(sql, kind_);
 }
 
-void Engine::reconcileWithin(StorageTxn& applicationTxn, std::string kind) { requestReconcile(applicationTxn, kind); }
+void Engine::reconcileWithin(StorageTxn& applicationTxn, std::string kind) {
+  ++stateChanges_;
+  requestReconcile(applicationTxn, kind);
+}
 
 void Engine::requestReconcile(StorageTxn& txn, const std::string& kind) {
   txn.beforeCommit([this, kind](StorageTxn& hookTxn) { reconcileNow(hookTxn, kind); });
@@ -180,13 +183,21 @@ void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {
 }
 
 struct Engine::Refresh {
+  uint64_t readAt = 0;  // stateChanges_ when its reconcile read the state
   std::shared_ptr<AsyncEvent> done;
   std::exception_ptr error;
 };
 
+// A refresh reconciles synchronously as it begins. Joining one whose reconcile read the state before
+// the caller's latest changes (a named alarm's success delete, a platform run that now hides the
+// firing alarm) could leave the alarm for rows that no longer exist, or none for rows still pending
+// once the platform's deferred delete follows (alarms seed 9159): such a refresh is waited for,
+// then a fresh one runs.
 Task<void> Engine::scheduleNextAlarm() {
-  if (std::shared_ptr<Refresh> inFlight = refresh_) {
+  while (std::shared_ptr<Refresh> inFlight = refresh_) {
+    const bool current = inFlight->readAt == stateChanges_;
     co_await inFlight->done->wait();
+    if (!current) continue;
     if (inFlight->error) std::rethrow_exception(inFlight->error);
     co_return;
   }
@@ -194,7 +205,12 @@ Task<void> Engine::scheduleNextAlarm() {
   refresh->done = ctx_.makeEvent();
   refresh_ = refresh;
   try {
-    co_await transaction("", [](EngineTxn& txn) { txn.reconcile(); });
+    // Trivial captures only: g++ 12 may destroy a non-trivial temporary of a co_await twice.
+    Refresh* reading = refresh.get();
+    co_await transaction("", [reading, this](EngineTxn& txn) {
+      txn.reconcile();
+      reading->readAt = stateChanges_;
+    });
   } catch (...) {
     refresh->error = std::current_exception();
   }
@@ -250,6 +266,7 @@ struct Engine::AlarmRun {
 
 Task<void> Engine::alarm(std::optional<AlarmInvocationInfo> info) {
   const int64_t startedAt = ctx_.clock.now();
+  if (info) ++stateChanges_;  // from here the runtime hides the firing alarm (runtime.md 7.3)
   ctx_.probe("sch.alarm.start", {{"platform", info.has_value()}});
   auto run = std::make_shared<AlarmRun>();
   run->done = ctx_.makeEvent();

@@ -99,6 +99,7 @@ class Engine {
   template <class F>
   auto transaction(std::string_view kind, F body) -> Task<std::invoke_result_t<F&, EngineTxn&>> {
     return ctx_.storage.transaction([this, kind = std::string(kind), body = std::move(body)](StorageTxn& txn) mutable {
+      ++stateChanges_;
       EngineTxn engineTxn(txn, *this, kind);
       return body(engineTxn);
     });
@@ -106,7 +107,10 @@ class Engine {
   // The same request for a transaction the application owns.
   void reconcileWithin(StorageTxn& applicationTxn, std::string kind = {});
 
-  // One engine transaction that only reconciles; a caller finding one in flight joins it.
+  // One engine transaction that only reconciles. A caller finding one in flight joins it when
+  // nothing the reconcile reads can have changed since it ran (no engine transaction, no platform
+  // alarm run began since), and otherwise waits for it and reconciles again (docs/decisions.md);
+  // at most one is in flight.
   Task<void> scheduleNextAlarm();
 
   // The single entry point of the physical alarm (info set) and of the early timer (info empty).
@@ -147,6 +151,9 @@ class Engine {
   std::vector<Participant*> participants_;
   std::shared_ptr<Permit::Pool> pool_;
   std::shared_ptr<Refresh> refresh_;      // the scheduleNextAlarm transaction in flight
+  // Events that may change what a reconcile reads: engine transactions and reconcile requests
+  // begun, platform alarm runs started (they hide the firing alarm).
+  uint64_t stateChanges_ = 0;
   std::shared_ptr<EarlyTimer> earlyTimer_;
 };
 

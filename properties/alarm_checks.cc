@@ -34,17 +34,19 @@ void AlarmChecks::record(const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
-    if (inc.pending.reconcile) {
+    endingsDurable(label(e), inc.pending.endings);
+    if (!inc.pending.reconciles.empty()) {
       // Nothing changed, so the stored alarm is what the reconcile wrote or found (runtime.md 7.3:
       // a running platform handler hides the firing alarm, which then stays as it was).
-      const Reconcile& r = *inc.pending.reconcile;
+      const Reconcile& r = inc.pending.reconciles.back();
       checkWindow(label(e), r, r.written ? r.written : r.before);
-      inc.confirmedReconciles.push_back(*inc.pending.reconcile);
+      for (const Reconcile& each : inc.pending.reconciles) inc.confirmedReconciles.push_back(each);
     }
     inc.pending = PendingState{};
     return;
   }
   if (ev == "confirm") return onConfirm(e);
+  if (ev == "durability") return onDurability(e);
   if (ev == "commit.failed") {
     inc.pending = PendingState{};
     return;
@@ -105,6 +107,7 @@ void AlarmChecks::record(const json& e) {
   } else if (ev == "alm.cancel.write") {
     const std::string name = text(e, "name");
     tallies_.check("ALM-11", !row(label(e), name), [&] { return label(e) + " cancel(" + name + ") left its row"; });
+    inc.pending.endings.push_back(EndingWrite{false, name, 0, obj.cancelBeginSeq[name]});
   } else if (ev == "alm.schedule.begin") {
     obj.lastScheduleBegin[text(e, "name")] = seq_;
     obj.beginSeq[text(e, "generation")] = seq_;
@@ -115,7 +118,7 @@ void AlarmChecks::record(const json& e) {
   } else if (ev == "alm.cancel") {
     const std::string name = text(e, "name");
     if (e.at("deleted").get<bool>() && obj.cancelBegin.count(name)) obj.cancelledAt[name] = {name, obj.cancelBegin[name]};
-    obj.lastDurableCancel[name] = obj.cancelBeginSeq[name];
+    obj.lastDurableCancel[name] = std::max(obj.lastDurableCancel[name], obj.cancelBeginSeq[name]);
   } else if (ev == "alm.purge") {
     const int64_t before = num(e, "before");
     obj.durablePurges.emplace_back(obj.purgeBeginSeq[before], before);
@@ -142,18 +145,49 @@ void AlarmChecks::onCommit(const json& e) {
   const uint64_t commit = e.at("commit").get<uint64_t>();
   PendingState pending = std::move(inc.pending);
   inc.pending = PendingState{};
-  if (pending.reconcile) {
-    checkWindow(object, *pending.reconcile, optInt(e.at("alarm")));
-    inc.reconcilesByCommit[commit].push_back(*pending.reconcile);
+  if (!pending.reconciles.empty()) {
+    checkWindow(object, pending.reconciles.back(), optInt(e.at("alarm")));
+    for (const Reconcile& r : pending.reconciles) inc.reconcilesByCommit[commit].push_back(r);
   }
   if (!pending.claims.empty()) inc.claimsByCommit[commit] = pending.claims;
+  if (!pending.endings.empty()) inc.endingsByCommit[commit] = pending.endings;
+  inc.unconfirmed.push_back(commit);
   if (!hasAlarmTable(object)) return;
   checkRows(object);
+}
+
+void AlarmChecks::endingsDurable(const std::string& object, const std::vector<EndingWrite>& writes) {
+  ObjectState& obj = objects_[object];
+  for (const EndingWrite& w : writes) {
+    if (w.purge) {
+      obj.durablePurges.emplace_back(w.beganSeq, w.before);
+    } else {
+      uint64_t& last = obj.lastDurableCancel[w.name];
+      last = std::max(last, w.beganSeq);
+    }
+  }
+}
+
+// The incarnation ended with unconfirmed commits: the first `kept` of them are durable.
+void AlarmChecks::onDurability(const json& e) {
+  IncarnationState& inc = incarnations_[key(e)];
+  const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
+  for (std::size_t i = 0; i < kept && i < inc.unconfirmed.size(); ++i) {
+    const auto it = inc.endingsByCommit.find(inc.unconfirmed[i]);
+    if (it != inc.endingsByCommit.end()) endingsDurable(label(e), it->second);
+  }
+  inc.unconfirmed.clear();
+  inc.endingsByCommit.clear();
 }
 
 void AlarmChecks::onConfirm(const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
   const uint64_t commit = e.at("commit").get<uint64_t>();
+  std::erase(inc.unconfirmed, commit);
+  if (auto it = inc.endingsByCommit.find(commit); it != inc.endingsByCommit.end()) {
+    endingsDurable(label(e), it->second);
+    inc.endingsByCommit.erase(it);
+  }
   if (auto it = inc.claimsByCommit.find(commit); it != inc.claimsByCommit.end()) {
     for (const auto& claim : it->second) inc.confirmedClaims.insert(claim);
     inc.claimsByCommit.erase(it);
@@ -233,7 +267,7 @@ void AlarmChecks::onReconcile(const json& e) {
     tallies_.check("SCH-03", *r.written >= r.now + r.minDelay, [&] {
       return label(e) + " reconcile wrote alarm " + str(r.written) + " before now + alarmMinDelayMs = " + str(r.now + r.minDelay);
     });
-  incarnations_[key(e)].pending.reconcile = r;
+  incarnations_[key(e)].pending.reconciles.push_back(r);
 }
 
 // SCH-05: only a reconcile whose commit is durable may arm the early timer.
@@ -402,6 +436,7 @@ void AlarmChecks::onPurgeBegin(const json& e) {
 void AlarmChecks::onPurgeWrite(const json& e) {
   const std::string object = label(e);
   const int64_t before = num(e, "before");
+  incarnations_[key(e)].pending.endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
   auto it = purgeExpected_.find({object, num(e, "incarnation"), before});
   if (it == purgeExpected_.end()) return;
   const int64_t older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -57,8 +58,19 @@ class AlarmChecks final : public sim::TraceSink {
     std::optional<int64_t> next, before, written;
     bool deleted = false;
   };
+  // A cancel or purge write whose commit may become durable even if its caller saw an error (ALM-13
+  // counts the occurrences it removed as ended in a permitted way once it is durable).
+  struct EndingWrite {
+    bool purge = false;
+    std::string name;    // cancel: the alarm name
+    int64_t before = 0;  // purge: the cutoff
+    uint64_t beganSeq = 0;
+  };
   struct PendingState {  // what the next commit of an incarnation holds
-    std::optional<Reconcile> reconcile;
+    std::vector<EndingWrite> endings;
+    // Every reconcile of the segment (engine transactions with no suspension between them share one
+    // commit, and each reconciles); the last one read the state the commit leaves.
+    std::vector<Reconcile> reconciles;
     std::vector<std::pair<Occurrence, int64_t>> claims;  // claims made in this segment
   };
   struct PurgeExpectation {  // counted when a purge began
@@ -66,6 +78,8 @@ class AlarmChecks final : public sim::TraceSink {
   };
   struct IncarnationState {
     PendingState pending;
+    std::deque<uint64_t> unconfirmed;                               // its commits awaiting confirmation
+    std::map<uint64_t, std::vector<EndingWrite>> endingsByCommit;  // awaiting confirmation
     std::map<uint64_t, std::vector<std::pair<Occurrence, int64_t>>> claimsByCommit;  // awaiting confirmation
     std::set<std::pair<Occurrence, int64_t>> confirmedClaims;
     std::vector<Reconcile> awaitingConfirm;          // committed reconciles, by commit
@@ -105,6 +119,9 @@ class AlarmChecks final : public sim::TraceSink {
   std::string label(const nlohmann::json& event) const { return event.at("object").get<std::string>(); }
 
   void onCommit(const nlohmann::json& e);
+  void onDurability(const nlohmann::json& e);
+  // The commit holding `writes` is durable: their removals count for ALM-13.
+  void endingsDurable(const std::string& object, const std::vector<EndingWrite>& writes);
   void onConfirm(const nlohmann::json& e);
   void onReconcile(const nlohmann::json& e);
   void onReconcileDurable(const nlohmann::json& e);

@@ -948,5 +948,32 @@ TEST(SchedulerCoalescing, TwoConcurrentScheduleNextAlarmCallsShareOneTransaction
   EXPECT_EQ(rig.ev("sch.reconcile").size(), 2u);
 }
 
+// A refresh in flight read the rows before a later engine transaction changed them: a caller
+// after that change must not join it, or the alarm would follow rows that no longer exist (alarms
+// seed 9159 lost its alarm this way once the platform's deferred delete followed).
+TEST(SchedulerCoalescing, ACallAfterAChangeDoesNotJoinARefreshThatReadTheOldRows) {
+  SchedRig rig;
+  rig.faults.set_latency(LatencyKind::confirm, 50);
+  rig.env.methods["refresh_then_change"] = [](Host& h, const json& args) -> Task<json> {
+    Engine& e = h.engine();
+    Env* env = h.env;
+    Task<void> first = e.scheduleNextAlarm();  // reconciles with the rows as they are now
+    Task<void> changeAndRefresh = [](Engine& engine, Env* env, int64_t moved) -> Task<void> {
+      co_await engine.transaction("alarms", [env, moved](EngineTxn&) { env->next["alarms"] = moved; });
+      co_await engine.scheduleNextAlarm();
+    }(e, env, args.at("moved").get<int64_t>());
+    std::vector<Task<void>> both;
+    both.push_back(std::move(first));
+    both.push_back(std::move(changeAndRefresh));
+    Task<void> all = when_all(std::move(both));
+    co_await all;
+    co_return h.storedAlarm();
+  };
+  rig.env.next["alarms"] = kStart + 100'000;
+  const json alarm = rig.done("refresh_then_change", json{{"moved", kStart + 200'000}});
+  EXPECT_EQ(alarm, kStart + 200'000) << "the alarm follows the rows as the second caller left them";
+  EXPECT_EQ(rig.ev("sch.reconcile").size(), 2u);
+}
+
 }  // namespace
 }  // namespace durasim::rt_test

@@ -1,7 +1,8 @@
 // Seeds that larger sweeps than CI's found failing, each run again with its workload and fault
 // profile and expected to pass, and a runaway workload that must end as a failure within the event
-// bound instead of hanging. The mechanisms behind each seed have unit tests of their own
-// (alarm_runtime_test, runtime_checks_test, executor_test); these keep the seeds themselves green.
+// bound instead of hanging. The mechanisms behind most seeds have unit tests of their own
+// (alarm_runtime_test, runtime_checks_test, executor_test, scheduler_test); these keep the seeds
+// themselves green.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -33,6 +34,10 @@ const std::vector<FoundSeed>& found_seeds() {
       {"alarms", "arbitrary", 5715, "a run that never ended (a failed early run's retry before its time)"},
       {"alarms", "arbitrary", 5151, "RT-03: a second early run of one occurrence"},
       {"alarms", "arbitrary", 5657, "RT-03: a second early run of one occurrence"},
+      {"alarms", "recoverable", 9159, "ALM-14: a coalesced alarm refresh that read the rows before a success delete"},
+      {"alarms", "recoverable", 7316, "ALM-13: a cancel made durable by a reset's decision, its caller told of the reset"},
+      {"alarms", "arbitrary", 391, "ALM-13: a cancel made durable by a reset's decision, its caller told of the reset"},
+      {"alarms", "recoverable", 7642, "SCH-05: two reconciles of one commit, the checker kept only one"},
   };
   return seeds;
 }
