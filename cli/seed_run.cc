@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
-#include "properties/runtime_checks.h"
-#include "properties/time_order_check.h"
+#include "properties/checkers.h"
+#include "properties/registry.h"
 #include "sim/world.h"
 #include "traces/recorder.h"
 #include "workloads/workload.h"
@@ -18,15 +18,22 @@ const workloads::WorkloadInfo& workload_info(const workloads::RunConfig& config)
   return *info;
 }
 
-// Runs the configured workload in a World whose events go to `sink`, which forwards them to
-// `time_check` and `runtime_checks`. Fills every field of `outcome` but the seed and the hash;
-// returns the choice log.
+std::vector<properties::FamilyScope> scopes_of(const workloads::WorkloadInfo& info) {
+  std::vector<properties::FamilyScope> scopes;
+  for (const workloads::CheckedFamily& checked : info.families) scopes.push_back({checked.family, checked.className});
+  return scopes;
+}
+
+// Runs the configured workload in a World whose events go to `sink`, with the checkers of the
+// workload's families attached as observers. Fills every field of `outcome` but the seed and the
+// hash; returns the choice log.
 sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
-                       sim::TraceSink& sink,
-                       const properties::TimeOrderCheck& time_check, const properties::RuntimeChecks& runtime_checks,
-                       const std::function<bool()>& keep_going, SeedOutcome& outcome) {
+                       sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome) {
   sim::World world(config.start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
+  // Declared after the World, so destroyed before it; they see every event from the first.
+  const std::vector<std::unique_ptr<properties::Checker>> checkers = properties::make_checkers(scopes_of(info), world.stores());
+  for (const auto& checker : checkers) world.observe(*checker);
   const auto go = [&] { return keep_going() && !world.random().divergence(); };
   world.emit("run.start", {{"config", config.to_json()}});
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
@@ -37,9 +44,8 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
     outcome.phases = workloads::run_phases(world, plan, *workload, config, outcome.tallies, go);
     outcome.tallies.merge(world.self_checks());
     if (go()) {
-      time_check.report(outcome.tallies);
-      runtime_checks.report(outcome.tallies);
-      runtime_checks.report_faults(outcome.tallies, plan.accounting());
+      const faults::FaultAccounting accounting = plan.accounting();
+      for (const auto& checker : checkers) checker->report(outcome.tallies, properties::RunFacts{accounting});
       world.emit("run.end", {{"drained", outcome.phases.drained}, {"invariants", tally_summary(outcome.tallies)}});
     }
   } catch (const std::exception& e) {
@@ -84,10 +90,12 @@ RecordedVerdict recorded_verdict(const traces::TraceFile& trace) {
 }
 
 namespace {
-// Invariants about progress, which the arbitrary profile does not promise (runtime.md 11.1): they
-// hold only once the run has drained.
-bool is_liveness(const std::string& id) {
-  return id == "RT-14" || id == "RT-24" || id == "SCH-01" || id == "SCH-14" || id == "ALM-14";
+// Whether a violation of `id` fails a seed: always, unless the profile promises no progress and the
+// invariant needs it (properties::requires_progress).
+bool fails_seed(const std::string& id, bool liveness_required) {
+  if (liveness_required) return true;
+  const properties::Invariant* invariant = properties::find_invariant(id);
+  return !invariant || !properties::requires_progress(*invariant);
 }
 }  // namespace
 
@@ -96,7 +104,7 @@ bool SeedOutcome::passed() const { return failure().empty(); }
 std::string SeedOutcome::failure() const {
   if (error) return "run aborted: " + *error;
   for (const auto& [id, tally] : tallies.by_id())
-    if (tally.violated && (liveness_required || !is_liveness(id)))
+    if (tally.violated && fails_seed(id, liveness_required))
       return id + " violated " + std::to_string(tally.violated) + "x: " + tally.examples.front();
   if (!phases.drained && liveness_required) {
     std::string pending = "work still pending at the liveness deadline:";
@@ -117,12 +125,7 @@ SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunCo
   SeedOutcome outcome;
   outcome.seed = seed;
   traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
-  properties::TimeOrderCheck time_check;
-  recorder.add_observer(time_check);
-  properties::RuntimeChecks runtime_checks;
-  recorder.add_observer(runtime_checks);
-  sim::ChoiceLog log = execute(info, config, sim::RandomSource::recording(seed), recorder, time_check, runtime_checks,
-                               [] { return true; }, outcome);
+  sim::ChoiceLog log = execute(info, config, sim::RandomSource::recording(seed), recorder, [] { return true; }, outcome);
   outcome.hash = recorder.hash();
   outcome.trace_events = recorder.events();
   if (trace) {
@@ -141,13 +144,9 @@ ReplayOutcome replay(const traces::TraceFile& trace) {
   const workloads::RunConfig config = workloads::RunConfig::from_json(trace.config);
   validate(config);
   traces::ReplayComparer comparer(trace);
-  properties::TimeOrderCheck time_check;
-  comparer.add_observer(time_check);
-  properties::RuntimeChecks runtime_checks;
-  comparer.add_observer(runtime_checks);
   ReplayOutcome outcome;
   outcome.run.seed = trace.seed;
-  execute(workload_info(config), config, sim::RandomSource::replaying(trace.choices), comparer, time_check, runtime_checks,
+  execute(workload_info(config), config, sim::RandomSource::replaying(trace.choices), comparer,
           [&] { return !comparer.diverged(); }, outcome.run);
   comparer.finish();
   outcome.run.hash = comparer.hash();

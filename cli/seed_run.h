@@ -1,5 +1,6 @@
-// One seed, end to end: a World with a recorder and the property observers, the configured
-// workload through its phases, the checks, and the final hash. Replay runs the same composition
+// One seed, end to end: a World with a recorder and the checkers of the workload's invariant
+// families (properties/checkers.h), the configured workload through its phases, the checks, and the
+// final hash. Replay runs the same composition
 // from a trace's configuration and choice log and compares event by event. Used by every command.
 #pragma once
 
@@ -32,7 +33,8 @@ struct SeedOutcome {
 
   bool liveness_required = true;  // false under the arbitrary profile (runtime.md 11.4)
 
-  // Under the arbitrary profile liveness (RT-14, RT-24, draining) is reported but does not fail.
+  // Under the arbitrary profile invariants that need progress (properties::requires_progress) and
+  // draining are reported but do not fail.
   bool passed() const;
   // One line saying why the seed failed ("" if it passed).
   std::string failure() const;

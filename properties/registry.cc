@@ -630,6 +630,16 @@ std::vector<Invariant> build_registry() {
       {"RT-26", "RT", "Statement errors are local", "S+H",
        "An ordinary statement error (storage.statement_error included) has no effect, rolls back nothing else of "
        "the open transaction, and never resets the object."},
+
+      // CORE — the World alone (the project's own, docs/invariants-core.md; checked by the core workload)
+      {"CORE-01", "CORE", "Work completes", "L",
+       "Every operation a core worker starts finishes, so the started and finished counts equal workers x ops, "
+       "and every child task of a when_all finishes."},
+      {"CORE-02", "CORE", "Cancellation is final", "H",
+       "A cancelled task runs no step after its cancellation, and every spawned task either finished or was "
+       "cancelled."},
+      {"CORE-03", "CORE", "Exceptions reach their awaiter", "H",
+       "Every exception a task throws propagates through co_await to the task awaiting it and is caught there."},
   };
 }
 
@@ -645,6 +655,7 @@ const std::vector<InvariantFamily>& invariant_families() {
       {"SCH", "scheduler"}, {"ALM", "named alarms"}, {"LOG", "retained log"},
       {"LSE", "log leases"}, {"FAN", "fanout"},       {"OBX", "outbox"},
       {"RTE", "routing and load"}, {"EVT", "event bus"}, {"RT", "runtime and simulator"},
+      {"CORE", "the World alone", true},
   };
   return families;
 }
@@ -653,6 +664,10 @@ const Invariant* find_invariant(std::string_view id) {
   const std::vector<Invariant>& registry = invariant_registry();
   const auto it = std::find_if(registry.begin(), registry.end(), [&](const Invariant& i) { return i.id == id; });
   return it == registry.end() ? nullptr : &*it;
+}
+
+bool requires_progress(const Invariant& invariant) {
+  return invariant.kinds.find('L') != std::string_view::npos || invariant.statement.rfind("At quiescence", 0) == 0;
 }
 
 }  // namespace durasim::properties

@@ -22,13 +22,20 @@ struct Invariant {
 struct InvariantFamily {
   std::string_view id;    // "SCH"
   std::string_view name;  // "scheduler"
+  bool projectOwn = false;  // defined by this project (docs/), not by the spec's invariant files
 };
 
-// Every invariant, grouped by family, in spec order (SCH, ALM, LOG, LSE, FAN, OBX, RTE, EVT, RT).
+// Every invariant, grouped by family, in spec order (SCH, ALM, LOG, LSE, FAN, OBX, RTE, EVT, RT),
+// then the project's own families (CORE).
 const std::vector<Invariant>& invariant_registry();
 // The families in the order of invariant_registry().
 const std::vector<InvariantFamily>& invariant_families();
 // The entry with this exact ID, or nullptr.
 const Invariant* find_invariant(std::string_view id);
+
+// Whether the invariant needs the run to make progress: a liveness check, or a state check that
+// holds only at quiescence ("At quiescence ..."). The arbitrary fault profile promises no progress
+// (runtime.md 11.1), so there such an invariant is reported but does not fail a seed.
+bool requires_progress(const Invariant& invariant);
 
 }  // namespace durasim::properties

@@ -22,7 +22,6 @@ void Recorder::record(const nlohmann::json& event) {
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
   if (keep_lines_) lines_.push_back(std::move(line));
-  for (sim::TraceSink* observer : observers_) observer->record(event);
 }
 
 }  // namespace durasim::traces

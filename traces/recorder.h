@@ -1,7 +1,7 @@
 // The trace recorder (runtime.md 2.5): serialises each event as one canonical JSON line (compact,
 // keys sorted, invalid UTF-8 replaced), folds it into the 64-bit FNV-1a trace hash (each line
 // followed by '\n'), writes a running-hash checkpoint every kCheckpointInterval events, optionally
-// keeps the lines for a trace file, and forwards every event to its observers (property checkers).
+// keeps the lines for a trace file. Checkers observe the World, not the recorder (properties/checkers.h).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,6 @@ class Recorder final : public sim::TraceSink {
  public:
   explicit Recorder(bool keep_lines) : keep_lines_(keep_lines) {}
 
-  void add_observer(sim::TraceSink& observer) { observers_.push_back(&observer); }
   void record(const nlohmann::json& event) override;
 
   uint64_t hash() const { return hash_; }
@@ -43,7 +42,6 @@ class Recorder final : public sim::TraceSink {
   uint64_t events_ = 0;
   std::vector<std::string> lines_;
   std::vector<Checkpoint> checkpoints_;
-  std::vector<sim::TraceSink*> observers_;
 };
 
 }  // namespace durasim::traces

@@ -23,7 +23,6 @@ class ReplayComparer final : public sim::TraceSink {
  public:
   explicit ReplayComparer(const TraceFile& expected) : expected_(expected), recorder_(false) {}
 
-  void add_observer(sim::TraceSink& observer) { recorder_.add_observer(observer); }
   void record(const nlohmann::json& event) override;
   // Call when the re-run has ended: a replay that stopped short of the trace also diverges.
   void finish();

@@ -29,6 +29,12 @@ int64_t alarmMaxAttempts(const std::string& name, const AlarmAppConfig& config) 
   return alarmFamily(name) == "fail" ? config.failMaxAttempts : kDefaultMaxAttempts;
 }
 
+nlohmann::json alarmPolicyJson(const AlarmAppConfig& config) {
+  return {{"defaultMaxAttempts", kDefaultMaxAttempts},
+          {"alarmPolicies",
+           {{"fail", {{"maxAttempts", config.failMaxAttempts}, {"retryDelayMs", kFailRetryDelayMs}}}, {"badpolicy", {{"invalid", true}}}}}};
+}
+
 AlarmApp::AlarmApp(ObjectContext& ctx, const AlarmAppConfig& config, int64_t namesPerFamily, sim::FaultInjector* faults)
     : ctx_(ctx), config_(config), faults_(faults), scheduler_(ctx, config.scheduler) {
   alarms_ = std::make_unique<DurabilityAlarms>(scheduler_, options(namesPerFamily));

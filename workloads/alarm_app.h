@@ -35,8 +35,12 @@ inline const std::vector<std::string>& alarmFamilies() {
 // Every alarm name the object registers: `perFamily` names of each family ("ok.0", "ok.1", ...).
 std::vector<std::string> alarmNames(int64_t perFamily);
 std::string alarmFamily(const std::string& name);
-// The resolved maxAttempts of `name` under `config` (for state checks).
+// The resolved maxAttempts of `name` under `config`.
 int64_t alarmMaxAttempts(const std::string& name, const AlarmAppConfig& config);
+// The handler families' retry policies as the trace states them for the checkers ("alarmPolicies"
+// and "defaultMaxAttempts" of the workload's "workload.config" event): per family its maxAttempts,
+// a fixed retryDelayMs, or "invalid" for a policy whose output is invalid.
+nlohmann::json alarmPolicyJson(const AlarmAppConfig& config);
 
 class AlarmApp final : public DurableObject {
  public:

@@ -1,15 +1,14 @@
 // The alarms workload: AlarmApp objects (shared scheduler + named alarms, one handler behaviour per
 // name family) driven by clients that schedule, replace, cancel and purge under crashes, storage
 // faults and alarm retries, retrying uncertain outcomes. Each seed draws the scheduler's options
-// (alarmConcurrency 1, 2 or 10; alarmMinDelayMs in [1000, 15000]). Every SCH and ALM invariant is
-// checked by properties::AlarmChecks over the trace and the live stores.
+// (alarmConcurrency 1, 2 or 10; alarmMinDelayMs in [1000, 15000]) and states them, with the handler
+// families' retry policies, in its "workload.config" event. It feeds every SCH and ALM invariant.
 #include "workloads/alarms_workload.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "engine/conventions.h"
-#include "properties/alarm_checks.h"
 #include "sim/object_runtime.h"
 #include "workloads/alarm_app.h"
 #include "workloads/options.h"
@@ -46,9 +45,11 @@ class AlarmsWorkload final : public Workload {
     config_.scheduler.alarmConcurrency = kConcurrencyChoices[draw(0, 2)];
     config_.scheduler.alarmMinDelayMs = draw(kMinAlarmMinDelayMs, kMaxAlarmMinDelayMs);
     config_.scheduler.alarmHandoffMs = kHandoffMs;
-    world.emit("workload.config", {{"alarmConcurrency", config_.scheduler.alarmConcurrency},
-                                   {"alarmMinDelayMs", config_.scheduler.alarmMinDelayMs},
-                                   {"alarmHandoffMs", config_.scheduler.alarmHandoffMs}});
+    nlohmann::json stated = alarmPolicyJson(config_);
+    stated["alarmConcurrency"] = config_.scheduler.alarmConcurrency;
+    stated["alarmMinDelayMs"] = config_.scheduler.alarmMinDelayMs;
+    stated["alarmHandoffMs"] = config_.scheduler.alarmHandoffMs;
+    world.emit("workload.config", std::move(stated));
     runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults);
     sim::FaultInjector* injector = &faults;
     const AlarmAppConfig config = config_;
@@ -56,8 +57,6 @@ class AlarmsWorkload final : public Workload {
     runtime_->define_class(AlarmApp::kClass, [config, names, injector](ObjectContext& ctx) {
       return std::make_unique<AlarmApp>(ctx, config, names, injector);
     });
-    checks_ = std::make_unique<properties::AlarmChecks>(reader(), policyView(), AlarmApp::kClass);
-    world.observe(*checks_);
   }
 
   void start(sim::World& world) override {
@@ -75,12 +74,7 @@ class AlarmsWorkload final : public Workload {
     return items;
   }
 
-  void check(sim::World& world, sim::Tallies& tallies) override {
-    std::map<std::string, std::optional<int64_t>> stored;
-    for (const sim::ObjectStatus& status : runtime_->status()) stored[status.label] = status.stored_alarm;
-    checks_->finish(stored, world.now(), config_.scheduler.alarmMinDelayMs);
-    tallies.merge(checks_->tallies());
-  }
+  void check(sim::World&, sim::Tallies&) override {}  // every check is a trace or store check
 
   nlohmann::json metrics() const override {
     int64_t incarnations = 0;
@@ -92,26 +86,6 @@ class AlarmsWorkload final : public Workload {
  private:
   static std::string objectName(int64_t i) { return "a" + std::to_string(i); }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
-
-  properties::StoreReader reader() {
-    const sim::StoreView* stores = &world_->stores();
-    return [stores](const std::string& label, std::string_view sql) { return stores->live(label, sql); };
-  }
-
-  properties::AlarmPolicyView policyView() const {
-    const AlarmAppConfig config = config_;
-    properties::AlarmPolicyView view;
-    view.maxAttempts = [config](const std::string& name) { return alarmMaxAttempts(name, config); };
-    view.retryDelay = [](const std::string& name, int64_t attempt) -> std::optional<std::pair<int64_t, int64_t>> {
-      const std::string family = alarmFamily(name);
-      if (family == "badpolicy") return std::nullopt;
-      if (family == "fail") return std::make_pair(int64_t{1'000}, int64_t{1'000});
-      const auto d = static_cast<int64_t>(exponential(attempt));
-      return std::make_pair(static_cast<int64_t>(jsRound(static_cast<double>(d) / 2)), d);
-    };
-    view.policyInvalid = [](const std::string& name) { return alarmFamily(name) == "badpolicy"; };
-    return view;
-  }
 
   // Objects that still hold a pending occurrence or a stored alarm (the liveness goal is none).
   std::vector<std::string> unsettled() const {
@@ -177,7 +151,6 @@ class AlarmsWorkload final : public Workload {
   sim::World* world_ = nullptr;
   sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
-  std::unique_ptr<properties::AlarmChecks> checks_;
   AlarmAppConfig config_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0, namesPerFamily_ = 0;
   int64_t clients_done_ = 0, calls_ = 0, retries_ = 0;
@@ -187,7 +160,8 @@ class AlarmsWorkload final : public Workload {
 
 WorkloadInfo alarms_workload_info() {
   return {"alarms", "AlarmApp objects: named alarms on the shared scheduler, scheduled, replaced, cancelled and purged under faults",
-          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<AlarmsWorkload>(options); }};
+          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<AlarmsWorkload>(options); },
+          {{"RT", ""}, {"SCH", AlarmApp::kClass}, {"ALM", AlarmApp::kClass}}};
 }
 
 }  // namespace durasim::workloads

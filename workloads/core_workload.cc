@@ -191,7 +191,8 @@ WorkloadInfo core_workload_info() {
   return {"core", "timers and tasks that interleave, fan out, throw and cancel (the World alone)",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> {
             return std::make_unique<CoreWorkload>(options);
-          }};
+          },
+          {{"RT", ""}, {"CORE", ""}}};
 }
 
 }  // namespace durasim::workloads

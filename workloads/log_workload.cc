@@ -18,7 +18,7 @@
 // leases with maxParallelism in [2, 4], leaseMs, sometimes maxAttempts with an onPoison).
 // Drained: producers done, every group and leased consumer at nextOffset on each partition, no
 // runtime work pending. Checked here: what the workload's own calls must answer (LOG-14, LSE-04,
-// LSE-11, LSE-16) plus the runtime's self checks; the LOG, LSE and RTE checkers observe the trace.
+// LSE-11, LSE-16); it feeds the LOG, LSE and RTE families, whose checkers observe the trace.
 #include "workloads/log_workload.h"
 
 #include <algorithm>
@@ -29,10 +29,6 @@
 
 #include "engine/errors.h"
 #include "engine/routing.h"
-#include "properties/lease_checks.h"
-#include "properties/log_checks.h"
-#include "properties/routing_checks.h"
-#include "properties/store_reader.h"
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
 #include "workloads/log_partition.h"
@@ -126,7 +122,6 @@ class LogWorkload final : public Workload {
     clock_ = std::make_unique<sim::WorldClock>(world);
     random_ = std::make_unique<StreamRandom>(world.random(), world.random().stream("workload.log.routing"));
     buildClients();
-    observeCheckers(world);
   }
 
   void start(sim::World& world) override {
@@ -140,7 +135,6 @@ class LogWorkload final : public Workload {
 
   void heal(sim::World&) override {
     runtime_->heal();
-    logChecks_->healed();
     healed_ = true;
   }
 
@@ -153,13 +147,7 @@ class LogWorkload final : public Workload {
     return items;
   }
 
-  void check(sim::World& world, sim::Tallies& tallies) override {
-    logChecks_->finish();
-    leaseChecks_->finish(world.now());
-    routingChecks_.finish();
-    tallies.merge(logChecks_->tallies());
-    tallies.merge(leaseChecks_->tallies());
-    tallies.merge(routingChecks_.tallies());
+  void check(sim::World&, sim::Tallies& tallies) override {
     tallies.merge(expectations_);
   }
 
@@ -249,23 +237,6 @@ class LogWorkload final : public Workload {
   // Checkers
 
   // The live store of an object, for checkers that read it at the instant of an event.
-  properties::StoreReader reader() {
-    const sim::StoreView* stores = &world_->stores();
-    return [stores](const std::string& objectLabel, std::string_view sql) { return stores->live(objectLabel, sql); };
-  }
-
-  // The LOG, LSE and RTE checkers observe the trace as it is recorded; check() finishes them and
-  // merges their tallies.
-  void observeCheckers(sim::World& world) {
-    logChecks_ = std::make_unique<properties::LogChecks>(reader(), LogPartition::kClass);
-    world.observe(*logChecks_);
-    leaseChecks_ = std::make_unique<properties::LeaseChecks>(reader(), LogPartition::kClass);
-    world.observe(*leaseChecks_);
-    world.observe(routingChecks_);
-  }
-  std::unique_ptr<properties::LogChecks> logChecks_;
-  std::unique_ptr<properties::LeaseChecks> leaseChecks_;
-  properties::RoutingChecks routingChecks_;
 
   // ---------------------------------------------------------------------------------------------
   // RPC
@@ -723,7 +694,8 @@ class LogWorkload final : public Workload {
 
 WorkloadInfo log_workload_info() {
   return {"log", "LogPartition objects: a retained log fed through routing, read by cursor groups and leased pollers, under faults",
-          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<LogWorkload>(options); }};
+          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<LogWorkload>(options); },
+          {{"RT", ""}, {"LOG", LogPartition::kClass}, {"LSE", LogPartition::kClass}, {"RTE", ""}}};
 }
 
 }  // namespace durasim::workloads

@@ -319,7 +319,8 @@ WorkloadInfo runtime_workload_info() {
   return {"runtime", "Counter objects that write, set alarms, call each other and archive to the cold store",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> {
             return std::make_unique<RuntimeWorkload>(options);
-          }};
+          },
+          {{"RT", ""}}};
 }
 
 }  // namespace durasim::workloads

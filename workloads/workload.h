@@ -1,7 +1,8 @@
 // The workload interface and registry (STYLE.md, FoundationDB's test workloads). A workload is a
 // scenario: it builds what it needs in `setup`, drives load from `start`, stops injecting trouble at
-// `heal`, says whether its work has drained, and in `check` feeds every invariant it observes into
-// the run's tallies. Workloads register by name for `durasim run --workload NAME`.
+// `heal`, says whether its work has drained, and in `check` adds what its clients observed (the
+// answers they got) to the run's tallies; the trace and store checks of the families it declares are
+// attached by the command. Workloads register by name for `durasim run --workload NAME`.
 #pragma once
 
 #include <functional>
@@ -30,10 +31,21 @@ class Workload {
   virtual nlohmann::json metrics() const = 0;
 };
 
+// An invariant family a workload feeds, and the class of the objects it covers ("" for a family
+// that follows every object, or none).
+struct CheckedFamily {
+  std::string family;
+  std::string className;
+};
+
 struct WorkloadInfo {
   std::string name;
   std::string summary;
   std::function<std::unique_ptr<Workload>(const nlohmann::json& options)> make;
+  // The families its runs are checked for: the command attaches the checkers of properties/ for
+  // them; a family no checker reports is checked by the workload's own check() (what its clients
+  // read).
+  std::vector<CheckedFamily> families;
 };
 
 // Every registered workload, in name order.
