@@ -17,10 +17,13 @@ std::string reset_message_for_storage(const std::string& error) { return "broken
 }  // namespace
 
 Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory)
-    : object_(object), number_(number), group_(object.runtime().world().executor(), this), storage_(*this) {
+    : object_(object),
+      number_(number),
+      group_(object.runtime().world().executor(), this),
+      storage_(*this),
+      random_(object.runtime().world().random(), object.runtime().world().random().stream("object.random")) {
   ObjectRuntime& runtime = object.runtime();
   World& world = runtime.world();
-  random_stream_ = world.random().stream("object.random");
   // clock.incarnation_offset (arbitrary): this incarnation's now() is the World's plus a constant.
   runtime.faults().fires(FaultKind::clock_incarnation_offset, site("start"), [&] {
     clock_offset_ = world.random().between(world.random().stream("clock.offset"), -kClockOffsetMaxMs, kClockOffsetMaxMs);
@@ -687,22 +690,9 @@ Task<void> Incarnation::sleepUntil(int64_t t) {
                             object_.runtime().self_checks());
 }
 
-double Incarnation::random() {
-  const uint64_t bits = object_.runtime().world().random().bits(random_stream_);
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
-}
+double Incarnation::random() { return random_.random(); }
 
-std::string Incarnation::uuid() {
-  RandomSource& random = object_.runtime().world().random();
-  uint64_t hi = random.bits(random_stream_), lo = random.bits(random_stream_);
-  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
-  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
-  char text[37];
-  std::snprintf(text, sizeof text, "%08llx-%04llx-%04llx-%04llx-%012llx", static_cast<unsigned long long>(hi >> 32),
-                static_cast<unsigned long long>((hi >> 16) & 0xffff), static_cast<unsigned long long>(hi & 0xffff),
-                static_cast<unsigned long long>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
-  return text;
-}
+std::string Incarnation::uuid() { return random_.uuid(); }
 
 void Incarnation::log(std::string_view level, std::string_view event, const nlohmann::json& fields) {
   object_.runtime().world().emit("log", {{"object", object_.label()},

@@ -15,6 +15,7 @@
 #include "sim/object_runtime.h"
 #include "sim/one_shot.h"
 #include "sim/sqlite_store.h"
+#include "sim/stream_random.h"
 
 namespace durasim::sim {
 
@@ -267,7 +268,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   int64_t clock_offset_ = 0;  // clock.incarnation_offset
   TimerId alarm_limit_timer_ = kNoTimer, idle_timer_ = kNoTimer, end_timer_ = kNoTimer;
   std::map<std::string, std::unique_ptr<ObjectNamespace>, std::less<>> namespaces_;
-  StreamId random_stream_, idle_stream_;
+  StreamRandom random_;  // the incarnation's Random, stream "object.random"
+  StreamId idle_stream_;
 };
 
 }  // namespace durasim::sim

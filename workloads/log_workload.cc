@@ -31,6 +31,7 @@
 #include "engine/routing.h"
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
+#include "sim/stream_random.h"
 #include "workloads/log_partition.h"
 #include "workloads/options.h"
 
@@ -75,26 +76,6 @@ struct AppendBatch {
 using AppendResult = EnqueueResult<std::vector<int64_t>>;
 using AppendClient = RoutingClient<AppendBatch, std::vector<int64_t>>;
 
-// The port's Random for the routing client, drawing from a recorded stream of the World.
-class StreamRandom final : public Random {
- public:
-  StreamRandom(sim::RandomSource& source, sim::StreamId stream) : source_(source), stream_(stream) {}
-  double random() override { return static_cast<double>(source_.bits(stream_) >> 11) * 0x1.0p-53; }
-  std::string uuid() override {
-    const uint64_t hi = (source_.bits(stream_) & ~0xf000ULL) | 0x4000ULL;
-    const uint64_t lo = (source_.bits(stream_) & ~(3ULL << 62)) | (1ULL << 63);
-    char text[37];
-    std::snprintf(text, sizeof text, "%08llx-%04llx-%04llx-%04llx-%012llx", static_cast<unsigned long long>(hi >> 32),
-                  static_cast<unsigned long long>((hi >> 16) & 0xffff), static_cast<unsigned long long>(hi & 0xffff),
-                  static_cast<unsigned long long>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
-    return text;
-  }
-
- private:
-  sim::RandomSource& source_;
-  sim::StreamId stream_;
-};
-
 class LogWorkload final : public Workload {
  public:
   explicit LogWorkload(const nlohmann::json& options) {
@@ -120,7 +101,7 @@ class LogWorkload final : public Workload {
       return std::make_unique<LogPartition>(ctx, configs.at(ctx.id.second));
     });
     clock_ = std::make_unique<sim::WorldClock>(world);
-    random_ = std::make_unique<StreamRandom>(world.random(), world.random().stream("workload.log.routing"));
+    random_ = std::make_unique<sim::StreamRandom>(world.random(), world.random().stream("workload.log.routing"));
     buildClients();
   }
 
@@ -680,7 +661,7 @@ class LogWorkload final : public Workload {
   int64_t pushTimeoutMs_ = 0, softBacklogLimit_ = 0;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
   std::unique_ptr<sim::WorldClock> clock_;
-  std::unique_ptr<StreamRandom> random_;
+  std::unique_ptr<sim::StreamRandom> random_;
   std::optional<AppendClient> routed_, pinned_;
   int64_t sleepingWaits_ = 0;  // timed waits of push deadlines (the SimAsyncEvent counter)
   sim::Tallies expectations_;
