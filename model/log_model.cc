@@ -377,21 +377,26 @@ std::optional<int64_t> LogModel::freshLeaseStart(const std::string& consumer) co
   return from;
 }
 
-AdvanceResult LogModel::advancePreview(const std::string& consumer) const {
+AdvanceResult advanceOver(std::optional<int64_t> cursor, const std::vector<AdvanceRow>& rows) {
   AdvanceResult result;
-  result.before = cursor(consumer);
-  int64_t x = result.before.value_or(0);
-  for (const LeaseRow* row : rowsOf(consumer)) {
-    if (row->lastOffset < x) continue;
-    if (row->firstOffset > x) break;
-    if (row->state != LeaseState::acked && row->state != LeaseState::skipped) break;
-    x = row->lastOffset + 1;
+  result.before = cursor;
+  int64_t x = cursor.value_or(0);
+  for (const AdvanceRow& row : rows) {
+    if (row.lastOffset < x) continue;
+    if (row.firstOffset > x || !row.settled) break;
+    x = row.lastOffset + 1;
   }
-  result.to = result.before;
-  if (x > result.before.value_or(0)) result.to = x;
-  for (const LeaseRow* row : rowsOf(consumer))
-    if ((row->state == LeaseState::acked || row->state == LeaseState::skipped) && row->lastOffset < x) ++result.deleted;
+  result.to = x > cursor.value_or(0) ? std::optional<int64_t>(x) : cursor;
+  for (const AdvanceRow& row : rows)
+    if (row.settled && row.lastOffset < x) ++result.deleted;
   return result;
+}
+
+AdvanceResult LogModel::advancePreview(const std::string& consumer) const {
+  std::vector<AdvanceRow> rows;
+  for (const LeaseRow* row : rowsOf(consumer))
+    rows.push_back({row->firstOffset, row->lastOffset, row->state == LeaseState::acked || row->state == LeaseState::skipped});
+  return advanceOver(cursor(consumer), rows);
 }
 
 AdvanceResult LogModel::advance(const std::string& consumer, int64_t now) {

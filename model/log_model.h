@@ -189,6 +189,18 @@ struct AdvanceResult {
   int64_t deleted = 0;
 };
 
+// A lease row as advance(c) sees it.
+struct AdvanceRow {
+  int64_t firstOffset = 0, lastOffset = 0;
+  bool settled = false;  // acked or skipped
+};
+
+// log.md 7.4, the one statement of the rule (the model and the LSE-05 check use it): from the cursor
+// (none reads as 0), the run of settled rows that starts at or below it moves the cursor past each;
+// every settled row below the new position is deleted. `rows` are one consumer's lease rows in
+// order of first offset (ties in batch id order).
+AdvanceResult advanceOver(std::optional<int64_t> cursor, const std::vector<AdvanceRow>& rows);
+
 // One pass of trim (log.md 6 step 2): the range and its hot records.
 struct TrimRange {
   int64_t firstOffset = 0, lastOffset = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/log_model.h"
 #include "properties/event_fields.h"
 
 namespace durasim::properties {
@@ -61,26 +62,12 @@ std::vector<std::pair<std::string, Row>> rowsOf(const std::map<std::string, Row>
   return out;
 }
 
-struct Advance {
-  std::optional<int64_t> before, to;
-  int64_t deleted = 0, x = 0;
-};
-
+// The advance the mirror's rows imply (the model's statement of log.md 7.4).
 template <class Mirror>
-Advance predictAdvance(const Mirror& m, const std::string& consumer) {
-  Advance a;
-  a.before = lookup(m.cursor, consumer);
-  int64_t x = a.before.value_or(0);
-  for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
-    if (row.last < x) continue;
-    if (row.first > x || !settledState(row.state)) break;
-    x = row.last + 1;
-  }
-  a.x = x;
-  a.to = x > a.before.value_or(0) ? std::optional<int64_t>(x) : a.before;
-  for (const auto& [id, row] : m.rows)
-    if (row.consumer == consumer && settledState(row.state) && row.last < x) ++a.deleted;
-  return a;
+model::AdvanceResult predictAdvance(const Mirror& m, const std::string& consumer) {
+  std::vector<model::AdvanceRow> rows;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) rows.push_back({row.first, row.last, settledState(row.state)});
+  return model::advanceOver(lookup(m.cursor, consumer), rows);
 }
 
 }  // namespace
@@ -585,7 +572,7 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer");
   Mirror& m = obj.working;
-  const Advance a = predictAdvance(m, consumer);
+  const model::AdvanceResult a = predictAdvance(m, consumer);
   tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
     return label(e) + " advance of " + consumer + " from " + str(optNum(e, "cursor")) + " to " + str(optNum(e, "to")) + " deleting " +
            str(num(e, "deleted")) + "; the settled run from " + str(a.before) + " gives " + str(a.to) + " deleting " + str(a.deleted);
@@ -595,7 +582,7 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
     m.manualCursor.erase(consumer);
   }
   for (auto it = m.rows.begin(); it != m.rows.end();)
-    it = it->second.consumer == consumer && settledState(it->second.state) && it->second.last < a.x ? m.rows.erase(it) : std::next(it);
+    it = it->second.consumer == consumer && settledState(it->second.state) && it->second.last < a.to.value_or(0) ? m.rows.erase(it) : std::next(it);
   obj.touched[consumer].advanced = true;
   touch(obj, consumer, "LSE-05");
 }
