@@ -78,7 +78,7 @@ MigrationResult DurabilityAlarms::migrate(ObjectStorage& storage, MigrationTarge
 // ---------------------------------------------------------------------------------------------
 // API (scheduler.md 6.3)
 
-Task<void> DurabilityAlarms::schedule(const std::string& name, int64_t scheduledTime) {
+Task<void> DurabilityAlarms::schedule(std::string name, int64_t scheduledTime) {
   if (!options_.handlers.count(name)) throw TypeError("No named alarm handler registered for " + inQuotes(name));
   if (!isSafeNonNegative(scheduledTime)) throw RangeError("scheduledTime must be a non-negative safe integer");
   const std::string generation = ctx_.random.uuid();
@@ -103,7 +103,7 @@ Task<void> DurabilityAlarms::schedule(const std::string& name, int64_t scheduled
   emit(std::move(event));
 }
 
-Task<bool> DurabilityAlarms::cancel(const std::string& name) {
+Task<bool> DurabilityAlarms::cancel(std::string name) {
   ctx_.probe("alm.cancel.begin", {{"name", name}});
   const bool deleted = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     const bool any = txn.sql.exec("DELETE FROM durability_alarms WHERE name = ?", name).rowsWritten() > 0;
@@ -154,8 +154,9 @@ Task<void> DurabilityAlarms::runDue(int64_t startedAt, std::optional<AlarmInvoca
                                    startedAt, kAlarmPassLimit)
                              .toVector())
     rows.push_back(Row{r.text("name"), r.text("generation_id"), r.int64("created_at"), r.int64("scheduled_at")});
-  const std::function<Task<void>(std::size_t)> item = [this, &rows, info](std::size_t i) { return runItem(rows[i], info); };
-  co_await engine_.runConcurrent(rows.size(), item);
+  std::function<Task<void>(std::size_t)> item = [this, &rows, info](std::size_t i) { return runItem(rows[i], info); };
+  Task<void> running = engine_.runConcurrent(rows.size(), std::move(item));
+  co_await running;
 }
 
 Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationInfo> info) {
@@ -171,16 +172,15 @@ Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationIn
                 listed.name)
           .next();
   if (!fresh || fresh->text("status") != "pending" || fresh->int64("next_attempt_at") > ctx_.clock.now()) co_return;
-  // Awaited coroutines take non-trivial arguments by reference to named locals: g++ 12 can destroy a
-  // by-value argument of an awaited call twice.
-  const Row row{listed.name, fresh->text("generation_id"), fresh->int64("created_at"), fresh->int64("scheduled_at")};
-  co_await runAttempt(row, info);
+  Row row{listed.name, fresh->text("generation_id"), fresh->int64("created_at"), fresh->int64("scheduled_at")};
+  Task<void> attempt = runAttempt(std::move(row), info);
+  co_await attempt;
 }
 
 // ---------------------------------------------------------------------------------------------
 // One attempt (scheduler.md 5.1)
 
-Task<void> DurabilityAlarms::runAttempt(const Row& row, std::optional<AlarmInvocationInfo> info) {
+Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationInfo> info) {
   auto active = std::make_shared<Active>();
   active->name = row.name;
   active->generation = row.generation;
@@ -199,7 +199,8 @@ Task<void> DurabilityAlarms::runAttempt(const Row& row, std::optional<AlarmInvoc
                         row.name, row.generation, policy.retry.maxAttempts)
                   .next();
     if (!claimed) {
-      co_await exhaust(row, policy);
+      Task<void> exhausting = exhaust(row, policy);
+      co_await exhausting;
       finish(active, permit);
       co_return;
     }
@@ -257,10 +258,12 @@ Task<void> DurabilityAlarms::runAttempt(const Row& row, std::optional<AlarmInvoc
 
   std::exception_ptr writeError;
   try {
-    if (!failure)
+    if (!failure) {
       settleSuccess(row, attempt, ctx_.clock.now() - startedAt);
-    else
-      co_await settleFailure(row, attempt, policy, failure);
+    } else {
+      Task<void> settling = settleFailure(row, attempt, policy, failure);
+      co_await settling;
+    }
   } catch (...) {
     writeError = std::current_exception();
   }
@@ -314,8 +317,7 @@ void DurabilityAlarms::settleSuccess(const Row& row, int64_t attempt, int64_t du
   emit(std::move(event));
 }
 
-Task<void> DurabilityAlarms::settleFailure(const Row& row, int64_t attempt, const Policy& policy,
-                                           const std::exception_ptr& failure) {
+Task<void> DurabilityAlarms::settleFailure(Row row, int64_t attempt, Policy policy, std::exception_ptr failure) {
   const int64_t now = ctx_.clock.now();
   const RetryDecision decision =
       decideRetry(policy.retry, "durable alarm " + inQuotes(row.name), attempt, failure, now, ctx_.random,
@@ -349,7 +351,7 @@ Task<void> DurabilityAlarms::settleFailure(const Row& row, int64_t attempt, cons
   emit(std::move(event));
 }
 
-Task<void> DurabilityAlarms::exhaust(const Row& row, const Policy& policy) {
+Task<void> DurabilityAlarms::exhaust(Row row, Policy policy) {
   std::optional<SqlRow> current =
       ctx_.storage.exec("SELECT generation_id, status, attempt FROM durability_alarms WHERE name = ?", row.name).next();
   if (!current || current->text("generation_id") != row.generation || current->text("status") != "pending" ||

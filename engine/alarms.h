@@ -31,6 +31,8 @@ struct DurableAlarmInfo {
   AbortSignal signal;         // aborted on timeout or purge
   std::optional<AlarmInvocationInfo> platform;  // absent when run by the early timer
 };
+// The info outlives the handler's Task (it lives in the frame that awaits it), so a handler may take
+// it by reference.
 using DurableAlarmHandler = std::function<Task<void>(const DurableAlarmInfo&)>;
 
 struct AlarmMethodOptions : ExecutionPolicyOptions {
@@ -54,9 +56,9 @@ class DurabilityAlarms final : public Participant {
   ~DurabilityAlarms() override;
 
   // Schedules `name` at `scheduledTime`, replacing any earlier occurrence (pending, running, failed).
-  Task<void> schedule(const std::string& name, int64_t scheduledTime);
+  Task<void> schedule(std::string name, int64_t scheduledTime);
   // Deletes the occurrence of `name`, if any; a running attempt is not aborted.
-  Task<bool> cancel(const std::string& name);
+  Task<bool> cancel(std::string name);
   // Deletes every occurrence created strictly before `before`; returns how many.
   Task<int64_t> purgeBefore(int64_t before);
   Task<void> alarm(std::optional<AlarmInvocationInfo> info = std::nullopt) { return engine_.alarm(info); }
@@ -81,9 +83,9 @@ class DurabilityAlarms final : public Participant {
   };
 
   Task<void> runItem(Row row, std::optional<AlarmInvocationInfo> info);
-  Task<void> runAttempt(const Row& row, std::optional<AlarmInvocationInfo> info);
-  Task<void> exhaust(const Row& row, const Policy& policy);
-  Task<void> settleFailure(const Row& row, int64_t attempt, const Policy& policy, const std::exception_ptr& failure);
+  Task<void> runAttempt(Row row, std::optional<AlarmInvocationInfo> info);
+  Task<void> exhaust(Row row, Policy policy);
+  Task<void> settleFailure(Row row, int64_t attempt, Policy policy, std::exception_ptr failure);
   void settleSuccess(const Row& row, int64_t attempt, int64_t durationMs);
   Task<void> runHandler(DurableAlarmHandler handler, DurableAlarmInfo info, std::shared_ptr<Active> active);
   Task<void> releaseAfterHandler(std::shared_ptr<Active> active, Permit permit);

@@ -306,11 +306,11 @@ void DurabilityLog::throwReadTruncated(int64_t from, int64_t requested, int64_t 
 // ---------------------------------------------------------------------------------------------
 // Cursors (log.md 5)
 
-Task<std::optional<int64_t>> DurabilityLog::cursor(const std::string& consumer) {
+Task<std::optional<int64_t>> DurabilityLog::cursor(std::string consumer) {
   co_return log_detail::storedCursor(ctx_.storage, consumer);
 }
 
-Task<void> DurabilityLog::commit(const std::string& consumer, int64_t offset) {
+Task<void> DurabilityLog::commit(std::string consumer, int64_t offset) {
   if (offset < 0) throw LogAppendError("Offset must be a non-negative integer");
   const int64_t now = ctx_.clock.now();
   co_await ctx_.storage.transaction([&](StorageTxn& txn) {

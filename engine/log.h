@@ -52,6 +52,8 @@ struct LogSegment {
   std::vector<LogRecord> records;
 };
 
+// The log keeps the argument of each call alive in the awaiting frame until the returned Task
+// completes, so an implementation may take it by reference.
 struct LogColdStorage {
   std::function<Task<std::string>(const LogSegment&)> write;                           // returns a locator
   std::function<Task<std::optional<std::vector<LogRecord>>>(const std::string&)> read;  // nullopt = gone
@@ -84,7 +86,7 @@ struct LogLeaseOptions {
   int64_t maxParallelism = 1;
   int64_t leaseMs = 30000;
   std::optional<int64_t> maxAttempts;
-  std::function<Task<void>(const LogLease&)> onPoison;  // empty = none
+  std::function<Task<void>(const LogLease&)> onPoison;  // empty = none; the lease outlives its Task
 };
 struct LogOptions {
   std::optional<LogRetention> retention;
@@ -109,8 +111,8 @@ class DurabilityLog {
   // log.md 4.1: oldestOffset <= hotOffset <= nextOffset, from one read.
   Task<LogBounds> bounds();
   // log.md 5.
-  Task<std::optional<int64_t>> cursor(const std::string& consumer);
-  Task<void> commit(const std::string& consumer, int64_t offset);
+  Task<std::optional<int64_t>> cursor(std::string consumer);
+  Task<void> commit(std::string consumer, int64_t offset);
   Task<std::map<std::string, int64_t>> cursors();
   // log.md 8: routing snapshot with backlog = nextOffset - min cursor (0 without cursors).
   Task<LoadSnapshot> load();
@@ -125,11 +127,11 @@ class DurabilityLog {
   // `leases` option, and LogAppendError for an empty consumer name.
   // 7.1: nullopt when nothing is available now (at maxParallelism, nothing unleased, or the reclaimed
   // range was poisoned and skipped); throws LogTruncatedError once when the range lost offsets.
-  Task<std::optional<LogLease>> lease(const std::string& consumer, std::optional<int64_t> limit = std::nullopt);
+  Task<std::optional<LogLease>> lease(std::string consumer, std::optional<int64_t> limit = std::nullopt);
   // 7.3: LogLeaseError (nothing written) unless `batchId` is an active lease of `consumer`.
-  Task<void> ack(const std::string& consumer, const std::string& batchId);
-  Task<void> nack(const std::string& consumer, const std::string& batchId);
-  Task<std::vector<LogLeaseRow>> leases(const std::string& consumer);
+  Task<void> ack(std::string consumer, std::string batchId);
+  Task<void> nack(std::string consumer, std::string batchId);
+  Task<std::vector<LogLeaseRow>> leases(std::string consumer);
 
   // log.md 2: latest() applies `log` only; none() reverts `logLeases` (if applied) then `log`; a named
   // target goes to the capability whose list holds it (`log` otherwise, which refuses unknown names).
@@ -156,11 +158,11 @@ class DurabilityLog {
   std::optional<Grant> grantLease(StorageTxn& txn, const std::string& consumer, int64_t size, int64_t now);
   void advance(StorageTxn& txn, const std::string& consumer, int64_t now);
   void coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now);
-  Task<std::vector<LogRecord>> loadLeaseRecords(const LogLease& lease);
+  Task<std::vector<LogRecord>> loadLeaseRecords(LogLease lease);
   void dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now);
-  Task<void> releaseUnreadable(const LogLease& lease, int64_t missing);
-  Task<void> skipPoisoned(const LogLease& lease);
-  Task<void> settle(const char* how, const std::string& consumer, const std::string& batchId);
+  Task<void> releaseUnreadable(LogLease lease, int64_t missing);
+  Task<void> skipPoisoned(LogLease lease);
+  Task<void> settle(std::string how, std::string consumer, std::string batchId);
 };
 
 }  // namespace durasim

@@ -193,7 +193,7 @@ void DurabilityLog::coverTrimmedTail(StorageTxn& txn, const std::string& consume
   advance(txn, consumer, now);
 }
 
-Task<std::optional<LogLease>> DurabilityLog::lease(const std::string& consumer, std::optional<int64_t> limit) {
+Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::optional<int64_t> limit) {
   requireLeases("lease", consumer);
   if (limit && *limit <= 0) throw RangeError("limit must be a positive integer");
   const int64_t size = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
@@ -208,7 +208,7 @@ Task<std::optional<LogLease>> DurabilityLog::lease(const std::string& consumer, 
 
   const LogLeaseOptions& o = *options_.leases;
   if (grant->reclaimed && o.maxAttempts && o.onPoison && lease.attempt > *o.maxAttempts) {
-    Task<void> skipping = skipPoisoned(lease);
+    Task<void> skipping = skipPoisoned(std::move(lease));
     co_await skipping;
     co_return std::nullopt;
   }
@@ -221,7 +221,7 @@ Task<std::optional<LogLease>> DurabilityLog::lease(const std::string& consumer, 
 }
 
 // log.md 7.1 step 4 (H6): the skip commits before onPoison runs; a throwing callback is logged.
-Task<void> DurabilityLog::skipPoisoned(const LogLease& lease) {
+Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
   const int64_t now = ctx_.clock.now();
   const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ? AND state = 'active'",
@@ -249,7 +249,7 @@ Task<void> DurabilityLog::skipPoisoned(const LogLease& lease) {
 }
 
 // log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming).
-Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(const LogLease& lease) {
+Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
   const int64_t now = ctx_.clock.now();
   const Bounds b = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const Bounds bounds = readBounds(txn);
@@ -321,7 +321,7 @@ void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, in
 }
 
 // log.md 7.2 step 2: an undeliverable lease goes back to pending, range and attempt count unchanged.
-Task<void> DurabilityLog::releaseUnreadable(const LogLease& lease, int64_t missing) {
+Task<void> DurabilityLog::releaseUnreadable(LogLease lease, int64_t missing) {
   co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'pending', expires_at = 0, attempt = attempt - 1"
                               " WHERE batch_id = ? AND state = 'active'",
@@ -333,20 +333,20 @@ Task<void> DurabilityLog::releaseUnreadable(const LogLease& lease, int64_t missi
 }
 
 // log.md 7.3
-Task<void> DurabilityLog::ack(const std::string& consumer, const std::string& batchId) {
-  Task<void> settling = settle("ack", consumer, batchId);
+Task<void> DurabilityLog::ack(std::string consumer, std::string batchId) {
+  Task<void> settling = settle("ack", std::move(consumer), std::move(batchId));
   co_await settling;
 }
 
-Task<void> DurabilityLog::nack(const std::string& consumer, const std::string& batchId) {
-  Task<void> settling = settle("nack", consumer, batchId);
+Task<void> DurabilityLog::nack(std::string consumer, std::string batchId) {
+  Task<void> settling = settle("nack", std::move(consumer), std::move(batchId));
   co_await settling;
 }
 
-Task<void> DurabilityLog::settle(const char* how, const std::string& consumer, const std::string& batchId) {
-  requireLeases(how, consumer);
-  const bool isAck = std::string_view(how) == "ack";
-  const std::string writeEvent = std::string("log.") + how + ".write";
+Task<void> DurabilityLog::settle(std::string how, std::string consumer, std::string batchId) {
+  requireLeases(how.c_str(), consumer);
+  const bool isAck = how == "ack";
+  const std::string writeEvent = "log." + how + ".write";
   const int64_t now = ctx_.clock.now();
   const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const char* sql = isAck ? "UPDATE durability_log_leases SET state = 'acked'"
@@ -359,12 +359,12 @@ Task<void> DurabilityLog::settle(const char* how, const std::string& consumer, c
     return true;
   });
   if (!matched) {
-    ctx_.probe(std::string("log.") + how + ".rejected", {{"consumer", consumer}, {"batchId", batchId}});
+    ctx_.probe("log." + how + ".rejected", {{"consumer", consumer}, {"batchId", batchId}});
     throw LogLeaseError(batchId);
   }
 }
 
-Task<std::vector<LogLeaseRow>> DurabilityLog::leases(const std::string& consumer) {
+Task<std::vector<LogLeaseRow>> DurabilityLog::leases(std::string consumer) {
   requireLeases("leases", consumer);
   std::vector<LogLeaseRow> rows;
   for (const SqlRow& row : ctx_.storage

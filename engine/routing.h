@@ -136,7 +136,8 @@ using Observations = std::map<std::string, LoadSnapshot>;  // shard -> latest lo
 
 template <class Input, class Value>
 struct RoutingClientOptions {
-  // Calls the application's method on the chosen object. Called exactly once per push.
+  // Calls the application's method on the chosen object. Called exactly once per push. The address
+  // and input live in the awaiting frame until the returned Task completes.
   std::function<Task<EnqueueResult<Value>>(const ShardAddress&, const Input&)> invoke;
   // Optional custom sharding; without it the client uses its own selection (routing.md 4).
   std::function<ShardAddress(const Input&, const std::optional<nlohmann::json>& context, const Observations&)>
@@ -223,8 +224,8 @@ class RoutingClient {
   // arguments nor this view need outlive the call. Inside a coroutine, keep the call out of the
   // co_await expression (`Task<Result> t = client.push(input, context); co_await t;`): g++ 12 can
   // destroy a by-value argument of an awaited call twice.
-  Task<Result> push(const Input& input, std::optional<nlohmann::json> context = std::nullopt) const {
-    return pushImpl(shared_, bound_, timeoutMs_, input, std::move(context));
+  Task<Result> push(Input input, std::optional<nlohmann::json> context = std::nullopt) const {
+    return pushImpl(shared_, bound_, timeoutMs_, std::move(input), std::move(context));
   }
 
   // Prunes stale entries, then returns a deep copy.
@@ -368,8 +369,8 @@ class RoutingClient {
     std::optional<Result> response;
     try {
       if (timeoutMs) {
-        const int64_t ms = *timeoutMs;
-        response.emplace(co_await invokeWithTimeout(shared, push, address, input, ms));
+        Task<Result> racing = invokeWithTimeout(shared, push, address, input, *timeoutMs);
+        response.emplace(co_await racing);
       } else {
         if (probing(*shared)) emit(*shared, "rte.invoke.start", {{"push", push}, {"shard", address.shard}});
         Task<Result> call = shared->options.invoke(address, input);
@@ -410,11 +411,11 @@ class RoutingClient {
 
   // Throws RoutingTimeoutError(ms) once `ms` have passed since invoke started without a reply; the
   // invoke keeps running in the background and its late reply is discarded.
-  static Task<Result> invokeWithTimeout(const std::shared_ptr<Shared>& shared, int64_t push, const ShardAddress& address,
-                                        const Input& input, int64_t timeoutMs) {
+  static Task<Result> invokeWithTimeout(std::shared_ptr<Shared> shared, int64_t push, ShardAddress address, Input input,
+                                        int64_t timeoutMs) {
     auto call = std::make_shared<TimedCall>();
     call->done = shared->options.makeEvent();
-    shared->options.background(runInvoke(shared, push, address, input, call));
+    shared->options.background(runInvoke(shared, push, std::move(address), std::move(input), call));
     int64_t waitMs = timeoutMs;
     while (!co_await call->done->wait(waitMs)) {
       // The runner may start later than this wait: the deadline counts from invoke's start.

@@ -246,7 +246,8 @@ class Stub {
   explicit Stub(std::shared_ptr<StubChannel> channel) : channel_(std::move(channel)) {}
   Task<nlohmann::json> call(std::string method, nlohmann::json args) {
     std::shared_ptr<StubChannel> channel = channel_;  // the frame keeps the channel alive
-    co_return co_await channel->call(std::move(method), std::move(args));
+    Task<nlohmann::json> calling = channel->call(std::move(method), std::move(args));
+    co_return co_await calling;
   }
   bool broken() const { return channel_->broken(); }
 
@@ -360,6 +361,8 @@ struct ObjectContext {
 
 // The application's class; the runtime constructs one per incarnation, with its ObjectContext. The
 // constructor runs as the incarnation's first segment and may use storage synchronously.
+// call and alarm take references although they are coroutines: the runtime owns the method name,
+// arguments and info in the frame that awaits the returned Task, so they outlive it.
 class DurableObject {
  public:
   virtual ~DurableObject() = default;

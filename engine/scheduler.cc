@@ -287,8 +287,9 @@ Task<void> Engine::runParticipants(int64_t startedAt, std::optional<AlarmInvocat
   std::vector<Task<void>> runs;
   runs.reserve(participants_.size());
   for (Participant* participant : participants_) runs.push_back(participant->runDue(startedAt, info));
+  Task<void> joined = when_all(std::move(runs));
   try {
-    co_await when_all(std::move(runs));
+    co_await joined;
   } catch (...) {
     run->error = std::current_exception();
   }
@@ -320,15 +321,16 @@ struct Engine::ConcurrentRun {
   std::exception_ptr firstError;
 };
 
-Task<void> Engine::runConcurrent(std::size_t count, const std::function<Task<void>(std::size_t)>& worker) {
+Task<void> Engine::runConcurrent(std::size_t count, std::function<Task<void>(std::size_t)> worker) {
   auto run = std::make_shared<ConcurrentRun>();
   run->count = count;
-  run->worker = worker;
+  run->worker = std::move(worker);
   const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(options_.alarmConcurrency), count);
   std::vector<Task<void>> tasks;
   tasks.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) tasks.push_back(concurrentWorker(run));
-  co_await when_all(std::move(tasks));
+  Task<void> joined = when_all(std::move(tasks));
+  co_await joined;
   if (run->firstError) std::rethrow_exception(run->firstError);
 }
 
@@ -345,7 +347,7 @@ Task<void> Engine::concurrentWorker(std::shared_ptr<ConcurrentRun> run) {
 
 void Engine::background(Task<void> work, const char* what) { ctx_.waitUntil(logged(std::move(work), what)); }
 
-Task<void> Engine::logged(Task<void> work, const char* what) {
+Task<void> Engine::logged(Task<void> work, std::string what) {
   try {
     co_await std::move(work);
   } catch (...) {
@@ -353,7 +355,7 @@ Task<void> Engine::logged(Task<void> work, const char* what) {
   }
 }
 
-void Engine::logFailure(std::exception_ptr failure, const char* what) {
+void Engine::logFailure(std::exception_ptr failure, const std::string& what) {
   const ErrorInfo error = serializeError(failure);
   ctx_.logger.error("durability.background_execution.failed", {{"what", what}, {"error", error.message}, {"name", error.name}});
 }

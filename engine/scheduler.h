@@ -122,7 +122,7 @@ class Engine {
 
   // Runs worker(i) for every i < count, at most alarmConcurrency at a time, in index order of
   // start. Every index runs even if some throw; the first exception is rethrown at the end.
-  Task<void> runConcurrent(std::size_t count, const std::function<Task<void>(std::size_t)>& worker);
+  Task<void> runConcurrent(std::size_t count, std::function<Task<void>(std::size_t)> worker);
 
   // Starts `work` in the background (ctx.waitUntil); a failure is logged as
   // durability.background_execution.failed.
@@ -141,8 +141,8 @@ class Engine {
   struct ConcurrentRun;
   Task<void> runParticipants(int64_t startedAt, std::optional<AlarmInvocationInfo> info, std::shared_ptr<AlarmRun> run);
   Task<void> handoff();
-  Task<void> logged(Task<void> work, const char* what);
-  void logFailure(std::exception_ptr failure, const char* what);
+  Task<void> logged(Task<void> work, std::string what);
+  void logFailure(std::exception_ptr failure, const std::string& what);
   Task<void> concurrentWorker(std::shared_ptr<ConcurrentRun> run);
 
   ObjectContext& ctx_;

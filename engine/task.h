@@ -5,6 +5,11 @@
 // the child Task, so destroying a suspended root destroys the whole chain of frames beneath it.
 // Exceptions thrown in a child propagate to the awaiting parent through `co_await`.
 //
+// A coroutine returning Task may run long after its call (it is lazy, and a caller may keep the
+// Task before awaiting it), so it takes its parameters by value: its frame holds what it was given.
+// A caller passing non-trivial arguments names the Task before awaiting it (`Task<T> t = f(x);
+// co_await t;`), so no temporary lives in the co_await expression (g++ 12 destroys some twice).
+//
 // Every Task carries the `TaskScope*` of the root it runs under. The scope is opaque here: the host
 // (the simulator, or another implementation of the port) defines it and uses it to resume frames
 // through tokens that die with their incarnation (DESIGN.md, "Coroutine ownership").
@@ -190,8 +195,8 @@ struct Settle {
 };
 
 template <class T>
-Joiner join_one(Task<T>& task) {
-  co_await Settle<T>{task.handle()};
+Joiner join_one(typename Task<T>::Handle child) {
+  co_await Settle<T>{child};
 }
 
 template <class T>
@@ -207,7 +212,7 @@ struct JoinAll {
     counter.parent = parent;
     joiners.reserve(tasks.size());
     for (Task<T>& task : tasks) {
-      joiners.push_back(join_one(task));
+      joiners.push_back(join_one<T>(task.handle()));
       auto& promise = joiners.back().handle.promise();
       promise.counter = &counter;
       promise.scope = parent.promise().scope;

@@ -111,12 +111,14 @@ class ModelApp final : public DurableObject {
     if (method == "schedule") {
       const std::string name = args.at("name").get<std::string>();
       const int64_t at = args.at("at").get<int64_t>();
-      co_await alarms_.schedule(name, at);
+      Task<void> scheduling = alarms_.schedule(name, at);
+      co_await scheduling;
       co_return nlohmann::json::object();
     }
     if (method == "cancel") {
       const std::string name = args.at("name").get<std::string>();
-      const bool deleted = co_await alarms_.cancel(name);
+      Task<bool> cancelling = alarms_.cancel(name);
+      const bool deleted = co_await cancelling;
       co_return nlohmann::json{{"deleted", deleted}};
     }
     if (method == "purge") {

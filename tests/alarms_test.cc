@@ -181,7 +181,8 @@ void addCalls(Env& env) {
     const int64_t now = h.ctx.clock.now();
     const int64_t t = args.contains("at") ? args.at("at").get<int64_t>() : now + args.at("in").get<int64_t>();
     try {
-      co_await h.alarms->schedule(name, t);
+      Task<void> scheduling = h.alarms->schedule(name, t);
+      co_await scheduling;
     } catch (const DurabilityError& e) {
       co_return errorJson(e);
     }
@@ -189,7 +190,8 @@ void addCalls(Env& env) {
   };
   env.calls["cancel"] = [](Host& h, const json& args) -> Task<json> {
     const std::string name = args.at("name").get<std::string>();
-    const bool deleted = co_await h.alarms->cancel(name);
+    Task<bool> cancelling = h.alarms->cancel(name);
+    const bool deleted = co_await cancelling;
     co_return deleted;
   };
   env.calls["purge"] = [](Host& h, const json& args) -> Task<json> {

@@ -176,7 +176,8 @@ TEST(LogLeaseGrant, FreshLeaseStartsAtAManuallyCommittedCursor) {
   rig.env.options = leased();
   const json out = rig.run([](LogHost& h) -> Task<json> {
     co_await appendN(h, 6);
-    co_await h.log.commit(kC, 3);
+    Task<void> committing = h.log.commit(kC, 3);
+    co_await committing;
     json a = co_await leaseOf(h, kC);
     co_return a;
   });

@@ -252,7 +252,8 @@ class LogApp final : public DurableObject {
       if (method == "commit") {
         const std::string consumer = args.at("consumer").get<std::string>();
         const int64_t offset = args.at("offset").get<int64_t>();
-        co_await log_.commit(consumer, offset);
+        Task<void> committing = log_.commit(consumer, offset);
+        co_await committing;
         co_return json::object();
       }
       if (method == "trim") {
@@ -275,10 +276,8 @@ class LogApp final : public DurableObject {
       if (method == "ack" || method == "nack") {
         const std::string consumer = args.at("consumer").get<std::string>();
         const std::string batchId = args.at("batchId").get<std::string>();
-        if (method == "ack")
-          co_await log_.ack(consumer, batchId);
-        else
-          co_await log_.nack(consumer, batchId);
+        Task<void> settling = method == "ack" ? log_.ack(consumer, batchId) : log_.nack(consumer, batchId);
+        co_await settling;
         co_return json::object();
       }
       if (method == "leases") {

@@ -359,9 +359,12 @@ TEST(LogCursor, AbsentUntilFirstCommit) {
   LogRig rig;
   const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
-    std::optional<int64_t> before = co_await h.log.cursor(k_c);
-    co_await h.log.commit(k_c, 3);
-    std::optional<int64_t> after = co_await h.log.cursor(k_c);
+    Task<std::optional<int64_t>> reading = h.log.cursor(k_c);
+    std::optional<int64_t> before = co_await reading;
+    Task<void> committing = h.log.commit(k_c, 3);
+    co_await committing;
+    Task<std::optional<int64_t>> rereading = h.log.cursor(k_c);
+    std::optional<int64_t> after = co_await rereading;
     co_return json{before.has_value(), after.value_or(-1)};
   });
   EXPECT_EQ(out, (json{false, 3}));
@@ -371,13 +374,20 @@ TEST(LogCursor, CommitOnlyMovesForwardAndAcceptsPastNext) {
   LogRig rig;
   const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
-    co_await h.log.commit(k_c, 5);
-    co_await h.log.commit(k_c, 2);
-    std::optional<int64_t> behind = co_await h.log.cursor(k_c);
-    co_await h.log.commit(k_c, 5);
-    std::optional<int64_t> same = co_await h.log.cursor(k_c);
-    co_await h.log.commit(k_c, 1000);
-    std::optional<int64_t> moved = co_await h.log.cursor(k_c);
+    Task<void> first = h.log.commit(k_c, 5);
+    co_await first;
+    Task<void> backwards = h.log.commit(k_c, 2);
+    co_await backwards;
+    Task<std::optional<int64_t>> readBehind = h.log.cursor(k_c);
+    std::optional<int64_t> behind = co_await readBehind;
+    Task<void> again = h.log.commit(k_c, 5);
+    co_await again;
+    Task<std::optional<int64_t>> readSame = h.log.cursor(k_c);
+    std::optional<int64_t> same = co_await readSame;
+    Task<void> far = h.log.commit(k_c, 1000);
+    co_await far;
+    Task<std::optional<int64_t>> readMoved = h.log.cursor(k_c);
+    std::optional<int64_t> moved = co_await readMoved;
     co_return json{*behind, *same, *moved};
   });
   EXPECT_EQ(out, (json{5, 5, 1000}));
@@ -388,7 +398,8 @@ TEST(LogCursor, NegativeCommitThrowsAndWritesNothing) {
   const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_c = "c";
     try {
-      co_await h.log.commit(k_c, -1);
+      Task<void> committing = h.log.commit(k_c, -1);
+      co_await committing;
     } catch (const LogAppendError& e) {
       co_return json(e.what());
     }
@@ -403,8 +414,10 @@ TEST(LogCursor, CursorsAreSortedByConsumer) {
   const json out = rig.run([](LogHost& h) -> Task<json> {
     const std::string k_alpha = "alpha";
     const std::string k_zeta = "zeta";
-    co_await h.log.commit(k_zeta, 1);
-    co_await h.log.commit(k_alpha, 2);
+    Task<void> zeta = h.log.commit(k_zeta, 1);
+    co_await zeta;
+    Task<void> alpha = h.log.commit(k_alpha, 2);
+    co_await alpha;
     std::map<std::string, int64_t> all = co_await h.log.cursors();
     json list = json::array();
     for (const auto& [c, o] : all) list.push_back(json{c, o});
@@ -421,8 +434,10 @@ TEST(LogLoad, BacklogIsFromFurthestBehindCursor) {
     LoadSnapshot none = co_await h.log.load();
     const std::vector<LogAppendInput> a{rec(1), rec(2), rec(3), rec(4), rec(5)};
     json appended = co_await appendAll(h, a);
-    co_await h.log.commit(k_fast, 4);
-    co_await h.log.commit(k_slow, 1);
+    Task<void> fast = h.log.commit(k_fast, 4);
+    co_await fast;
+    Task<void> slow = h.log.commit(k_slow, 1);
+    co_await slow;
     LoadSnapshot some = co_await h.log.load();
     co_return json{none.outbound.pendingDeliveries, appended.at("backlog"), some.outbound.pendingDeliveries};
   });

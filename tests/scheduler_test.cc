@@ -171,7 +171,8 @@ void addMethods(Env& env) {
   // Named alarms.
   env.methods["schedule"] = [](Host& h, const json& args) -> Task<json> {
     const std::string name = args.at("name").get<std::string>();
-    co_await h.alarms->schedule(name, h.ctx.clock.now() + args.at("in").get<int64_t>());
+    Task<void> scheduling = h.alarms->schedule(name, h.ctx.clock.now() + args.at("in").get<int64_t>());
+    co_await scheduling;
     co_return h.storedAlarm();
   };
 }

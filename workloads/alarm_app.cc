@@ -95,12 +95,14 @@ Task<nlohmann::json> AlarmApp::call(std::string_view method, const nlohmann::jso
   if (method == "schedule") {
     const std::string name = args.at("name").get<std::string>();
     if (alarmFamily(name) == "self") ctx_.storage.exec("DELETE FROM self_chain WHERE name = ?", name);
-    co_await alarms_->schedule(name, args.at("at").get<int64_t>());
+    Task<void> scheduling = alarms_->schedule(name, args.at("at").get<int64_t>());
+    co_await scheduling;
     co_return nlohmann::json::object();
   }
   if (method == "cancel") {
     const std::string name = args.at("name").get<std::string>();
-    const bool deleted = co_await alarms_->cancel(name);
+    Task<bool> cancelling = alarms_->cancel(name);
+    const bool deleted = co_await cancelling;
     co_return nlohmann::json{{"deleted", deleted}};
   }
   if (method == "purge") {
@@ -125,7 +127,8 @@ Task<void> AlarmApp::handle(DurableAlarmInfo info) {
     if (count < config_.selfReplacements) {
       ctx_.storage.exec("INSERT INTO self_chain (name, count) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET count = excluded.count",
                         info.name, count + 1);
-      co_await alarms_->schedule(info.name, ctx_.clock.now() + kSelfReplaceAfterMs);
+      Task<void> replacing = alarms_->schedule(info.name, ctx_.clock.now() + kSelfReplaceAfterMs);
+      co_await replacing;
     }
   }
   recordEffect(info);

@@ -138,7 +138,8 @@ class AlarmsWorkload final : public Workload {
       ++calls_;
       try {
         Stub stub = runtime_->client(AlarmApp::kClass).get(target);
-        co_await stub.call(method, args);
+        Task<nlohmann::json> calling = stub.call(method, args);
+        co_await calling;
         co_return;
       } catch (const RpcError& e) {
         if (e.overloaded() && !e.durableObjectReset()) co_return;  // refused, never executed

@@ -97,7 +97,8 @@ class CoreWorkload final : public Workload {
   }
 
   Task<void> child(int64_t ms, std::string who) {
-    co_await timed_sleep(ms, who);
+    Task<void> sleeping = timed_sleep(ms, who);
+    co_await sleeping;
     ++counters_.children_finished;
   }
 
@@ -120,16 +121,19 @@ class CoreWorkload final : public Workload {
     const std::string who = "w" + std::to_string(worker) + "." + std::to_string(index);
     const auto op = static_cast<Op>(draw(0, static_cast<int64_t>(Op::kCount) - 1));
     switch (op) {
-      case Op::sleep:
-        co_await timed_sleep(draw(0, kMaxSleepMs), who);
+      case Op::sleep: {
+        Task<void> sleeping = timed_sleep(draw(0, kMaxSleepMs), who);
+        co_await sleeping;
         break;
+      }
       case Op::fanout: {
         ++counters_.fanouts;
         std::vector<Task<void>> children;
         const int64_t n = draw(1, kMaxFanout);
         counters_.children_expected += n;
         for (int64_t i = 0; i < n; ++i) children.push_back(child(draw(0, kMaxSleepMs), who + ".c" + std::to_string(i)));
-        co_await when_all(std::move(children));
+        Task<void> joined = when_all(std::move(children));
+        co_await joined;
         world_->emit("core.joined", {{"who", who}, {"children", n}});
         break;
       }

@@ -41,7 +41,10 @@ class Counter final : public DurableObject {
     if (method == "add") co_return apply(args.at("op").get<std::string>(), args.at("key").get<std::string>(), args.at("amount").get<int64_t>());
     if (method == "arm") co_return arm(args.at("op").get<std::string>(), args.at("delay").get<int64_t>());
     if (method == "relay") co_return co_await relay(args);
-    if (method == "archive") co_return co_await archive(args.at("op").get<std::string>());
+    if (method == "archive") {
+      Task<nlohmann::json> archiving = archive(args.at("op").get<std::string>());
+      co_return co_await archiving;
+    }
     throw std::invalid_argument("unknown method " + std::string(method));
   }
 
@@ -88,7 +91,8 @@ class Counter final : public DurableObject {
     for (int64_t attempt = 1;; ++attempt) {
       try {
         Stub stub = ctx_.objects(kClass).get(args.at("to").get<std::string>());
-        nlohmann::json reply = co_await stub.call("add", forwarded);
+        Task<nlohmann::json> calling = stub.call("add", forwarded);
+        nlohmann::json reply = co_await calling;
         apply(op, "relays", 1);
         co_return reply;
       } catch (const RpcError& e) {
@@ -99,11 +103,12 @@ class Counter final : public DurableObject {
   }
 
   // Archives the counters under a create-only key; a retry that finds the key holds the same body.
-  Task<nlohmann::json> archive(const std::string& op) {
+  Task<nlohmann::json> archive(std::string op) {
     const std::string key = ctx_.id.second + "/" + op;
     ColdPutOptions create_only;
     create_only.etagDoesNotMatch = "*";
-    co_await ctx_.bucket(kBucket).put(key, op, create_only);
+    Task<std::optional<ColdObject>> putting = ctx_.bucket(kBucket).put(key, op, create_only);
+    co_await putting;
     apply(op, "archives", 1);
     co_return nlohmann::json{{"key", key}};
   }
@@ -276,7 +281,8 @@ class RuntimeWorkload final : public Workload {
         case Op::kCount:
           break;
       }
-      co_await perform(target, method, args, op);
+      Task<void> performing = perform(target, method, args, op);
+      co_await performing;
     }
     ++clients_done_;
   }
@@ -286,7 +292,8 @@ class RuntimeWorkload final : public Workload {
       ++ledger_.calls;
       try {
         Stub stub = runtime_->client(kClass).get(target);
-        nlohmann::json reply = co_await stub.call(method, args);
+        Task<nlohmann::json> calling = stub.call(method, args);
+        nlohmann::json reply = co_await calling;
         ledger_.acked[op] = target;
         if (method == "archive") ledger_.archived.insert(reply.at("key").get<std::string>());
         if (method == "relay") ledger_.relayed.insert(op);
