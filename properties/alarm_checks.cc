@@ -15,47 +15,54 @@ constexpr std::string_view kKeyPrefix = "durability-alarm:v1:";
 }  // namespace
 
 AlarmChecks::AlarmChecks(StoreReader reader, AlarmPolicyView policy, std::string className)
-    : reader_(std::move(reader)), policy_(std::move(policy)), className_(std::move(className)) {}
+    : ObjectChecker(std::move(className)), reader_(std::move(reader)), policy_(std::move(policy)) {}
 
-bool AlarmChecks::mine(const json& event) const {
-  auto it = event.find("object");
-  if (it == event.end() || !it->is_string()) return false;
-  const std::string& object = it->get_ref<const std::string&>();
-  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
-         object[className_.size()] == '/';
+void AlarmChecks::CommitNotes::merge(CommitNotes&& other) {
+  endings.insert(endings.end(), other.endings.begin(), other.endings.end());
+  reconciles.insert(reconciles.end(), other.reconciles.begin(), other.reconciles.end());
+  claims.insert(claims.end(), other.claims.begin(), other.claims.end());
+}
+
+// The events each check reads: a malformed one is a violation of the check it feeds.
+std::string AlarmChecks::invariant_for(const std::string& ev) const {
+  if (ev == "commit" || ev == "commit.noop" || ev == "sch.reconcile") return "SCH-02";
+  if (ev == "sch.reconcile.durable") return "SCH-05";
+  if (ev.rfind("sch.timer", 0) == 0) return "SCH-06";
+  if (ev == "sch.permit" || ev == "alm.release") return "SCH-07";
+  if (ev == "sch.handoff") return "SCH-10";
+  if (ev == "sch.participant" || ev == "app.attach") return "SCH-09";
+  if (ev == "app.migrate") return "SCH-12";
+  if (ev.rfind("sch.", 0) == 0) return "SCH-08";
+  if (ev.rfind("alm.purge", 0) == 0) return "ALM-10";
+  if (ev.rfind("alm.cancel", 0) == 0) return "ALM-11";
+  if (ev.rfind("alm.schedule", 0) == 0) return "ALM-08";
+  return "ALM-13";
 }
 
 AlarmChecks::Key AlarmChecks::key(const json& event) const { return {label(event), num(event, "incarnation")}; }
 
-void AlarmChecks::record(const json& e) {
+void AlarmChecks::observe(const std::string& ev, const json& e) {
   if (!mine(e) || !e.contains("incarnation")) return;
   ++seq_;
-  const std::string ev = text(e, "ev");
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
-    endingsDurable(label(e), inc.pending.endings);
-    if (!inc.pending.reconciles.empty()) {
+    const std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
+    if (!reconciles.empty()) {
       // Nothing changed, so the stored alarm is what the reconcile wrote or found (runtime.md 7.3:
       // a running platform handler hides the firing alarm, which then stays as it was).
-      const Reconcile& r = inc.pending.reconciles.back();
+      const Reconcile& r = reconciles.back();
       checkWindow(label(e), r, r.written ? r.written : r.before);
-      for (const Reconcile& each : inc.pending.reconciles) inc.confirmedReconciles.push_back(each);
     }
-    inc.pending = PendingState{};
+    // What it did is durable with the last commit before it (its hooks wait for that one).
+    inc.commits.commit_unchanged([&](const auto& txn) { notesDurable(label(e), inc, txn.notes); });
     return;
   }
   if (ev == "confirm") return onConfirm(e);
   if (ev == "durability") return onDurability(e);
-  if (ev == "commit.failed") {
-    inc.pending = PendingState{};
-    return;
-  }
-  if (ev == "incarnation.end") {
-    // Kept, not erased: a zombie's frames (object.zombie) run on and still probe under this key.
-    inc.pending = PendingState{};
-    return;
-  }
+  // After an incarnation's end its state is kept, not erased: a zombie's frames (object.zombie)
+  // run on and still probe under this key.
+  if (ev == "commit.failed" || ev == "incarnation.end") return inc.commits.roll_back();
   if (ev == "sch.reconcile") return onReconcile(e);
   if (ev == "sch.reconcile.durable") return onReconcileDurable(e);
   if (ev == "sch.permit") return onPermit(e);
@@ -107,7 +114,7 @@ void AlarmChecks::record(const json& e) {
   } else if (ev == "alm.cancel.write") {
     const std::string name = text(e, "name");
     tallies_.check("ALM-11", !row(label(e), name), [&] { return label(e) + " cancel(" + name + ") left its row"; });
-    inc.pending.endings.push_back(EndingWrite{false, name, 0, obj.cancelBeginSeq[name]});
+    inc.commits.notes().endings.push_back(EndingWrite{false, name, 0, obj.cancelBeginSeq[name]});
   } else if (ev == "alm.schedule.begin") {
     obj.lastScheduleBegin[text(e, "name")] = seq_;
     obj.beginSeq[text(e, "generation")] = seq_;
@@ -142,23 +149,18 @@ void AlarmChecks::record(const json& e) {
 void AlarmChecks::onCommit(const json& e) {
   const std::string object = label(e);
   IncarnationState& inc = incarnations_[key(e)];
-  const uint64_t commit = e.at("commit").get<uint64_t>();
-  PendingState pending = std::move(inc.pending);
-  inc.pending = PendingState{};
-  if (!pending.reconciles.empty()) {
-    checkWindow(object, pending.reconciles.back(), optInt(e.at("alarm")));
-    for (const Reconcile& r : pending.reconciles) inc.reconcilesByCommit[commit].push_back(r);
-  }
-  if (!pending.claims.empty()) inc.claimsByCommit[commit] = pending.claims;
-  if (!pending.endings.empty()) inc.endingsByCommit[commit] = pending.endings;
-  inc.unconfirmed.push_back(commit);
+  const std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
+  if (!reconciles.empty()) checkWindow(object, reconciles.back(), optInt(e.at("alarm")));
+  inc.commits.commit(e.at("commit").get<uint64_t>());
   if (!hasAlarmTable(object)) return;
   checkRows(object);
 }
 
-void AlarmChecks::endingsDurable(const std::string& object, const std::vector<EndingWrite>& writes) {
+void AlarmChecks::notesDurable(const std::string& object, IncarnationState& inc, const CommitNotes& notes) {
+  for (const auto& claim : notes.claims) inc.confirmedClaims.insert(claim);
+  inc.confirmedReconciles.insert(inc.confirmedReconciles.end(), notes.reconciles.begin(), notes.reconciles.end());
   ObjectState& obj = objects_[object];
-  for (const EndingWrite& w : writes) {
+  for (const EndingWrite& w : notes.endings) {
     if (w.purge) {
       obj.durablePurges.emplace_back(w.beganSeq, w.before);
     } else {
@@ -172,30 +174,12 @@ void AlarmChecks::endingsDurable(const std::string& object, const std::vector<En
 void AlarmChecks::onDurability(const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
   const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
-  for (std::size_t i = 0; i < kept && i < inc.unconfirmed.size(); ++i) {
-    const auto it = inc.endingsByCommit.find(inc.unconfirmed[i]);
-    if (it != inc.endingsByCommit.end()) endingsDurable(label(e), it->second);
-  }
-  inc.unconfirmed.clear();
-  inc.endingsByCommit.clear();
+  inc.commits.decide(kept, [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); }, [](const auto&) {});
 }
 
 void AlarmChecks::onConfirm(const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
-  const uint64_t commit = e.at("commit").get<uint64_t>();
-  std::erase(inc.unconfirmed, commit);
-  if (auto it = inc.endingsByCommit.find(commit); it != inc.endingsByCommit.end()) {
-    endingsDurable(label(e), it->second);
-    inc.endingsByCommit.erase(it);
-  }
-  if (auto it = inc.claimsByCommit.find(commit); it != inc.claimsByCommit.end()) {
-    for (const auto& claim : it->second) inc.confirmedClaims.insert(claim);
-    inc.claimsByCommit.erase(it);
-  }
-  if (auto it = inc.reconcilesByCommit.find(commit); it != inc.reconcilesByCommit.end()) {
-    for (const Reconcile& r : it->second) inc.confirmedReconciles.push_back(r);
-    inc.reconcilesByCommit.erase(it);
-  }
+  inc.commits.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); });
 }
 
 void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm) {
@@ -267,7 +251,7 @@ void AlarmChecks::onReconcile(const json& e) {
     tallies_.check("SCH-03", *r.written >= r.now + r.minDelay, [&] {
       return label(e) + " reconcile wrote alarm " + str(r.written) + " before now + alarmMinDelayMs = " + str(r.now + r.minDelay);
     });
-  incarnations_[key(e)].pending.reconciles.push_back(r);
+  incarnations_[key(e)].commits.notes().reconciles.push_back(r);
 }
 
 // SCH-05: only a reconcile whose commit is durable may arm the early timer.
@@ -331,7 +315,7 @@ void AlarmChecks::onClaim(const json& e) {
                  [&] { return object + " claimed " + occurrence.first + " after its generation failed"; });
   tallies_.check("ALM-11", !obj.cancelledAt.count(occurrence.first) || obj.cancelledAt[occurrence.first] != occurrence,
                  [&] { return object + " claimed a cancelled generation of " + occurrence.first; });
-  incarnations_[key(e)].pending.claims.emplace_back(occurrence, attempt);
+  incarnations_[key(e)].commits.notes().claims.emplace_back(occurrence, attempt);
 }
 
 void AlarmChecks::onInvoke(const json& e) {
@@ -436,7 +420,7 @@ void AlarmChecks::onPurgeBegin(const json& e) {
 void AlarmChecks::onPurgeWrite(const json& e) {
   const std::string object = label(e);
   const int64_t before = num(e, "before");
-  incarnations_[key(e)].pending.endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
+  incarnations_[key(e)].commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
   auto it = purgeExpected_.find({object, num(e, "incarnation"), before});
   if (it == purgeExpected_.end()) return;
   const int64_t older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");

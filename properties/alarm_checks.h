@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -23,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
+#include "properties/durable_state.h"
+#include "properties/object_checker.h"
 #include "properties/store_reader.h"
-#include "sim/tally.h"
-#include "sim/trace_sink.h"
 
 namespace durasim::properties {
 
@@ -38,14 +37,12 @@ struct AlarmPolicyView {
   std::function<bool(const std::string& name)> policyInvalid;  // its retry policy output is invalid
 };
 
-class AlarmChecks final : public sim::TraceSink {
+class AlarmChecks final : public ObjectChecker {
  public:
   AlarmChecks(StoreReader reader, AlarmPolicyView policy, std::string className);
 
-  void record(const nlohmann::json& event) override;
   // End-of-run checks over every object of the class, at `now`, with their stored alarms.
   void finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs);
-  const sim::Tallies& tallies() const { return tallies_; }
 
   static constexpr int64_t kPlatformLatenessMs = 60'000 + 64'000;  // alarm.late plus one uncounted retry
 
@@ -66,24 +63,20 @@ class AlarmChecks final : public sim::TraceSink {
     int64_t before = 0;  // purge: the cutoff
     uint64_t beganSeq = 0;
   };
-  struct PendingState {  // what the next commit of an incarnation holds
+  struct CommitNotes {  // what a commit of an incarnation holds
     std::vector<EndingWrite> endings;
     // Every reconcile of the segment (engine transactions with no suspension between them share one
     // commit, and each reconciles); the last one read the state the commit leaves.
     std::vector<Reconcile> reconciles;
     std::vector<std::pair<Occurrence, int64_t>> claims;  // claims made in this segment
+    void merge(CommitNotes&& other);
   };
   struct PurgeExpectation {  // counted when a purge began
     int64_t older = 0, atCutoff = 0;
   };
   struct IncarnationState {
-    PendingState pending;
-    std::deque<uint64_t> unconfirmed;                               // its commits awaiting confirmation
-    std::map<uint64_t, std::vector<EndingWrite>> endingsByCommit;  // awaiting confirmation
-    std::map<uint64_t, std::vector<std::pair<Occurrence, int64_t>>> claimsByCommit;  // awaiting confirmation
+    DurableState<NoState, NoEdit, CommitNotes> commits;  // the open one, and those awaiting confirmation
     std::set<std::pair<Occurrence, int64_t>> confirmedClaims;
-    std::vector<Reconcile> awaitingConfirm;          // committed reconciles, by commit
-    std::map<uint64_t, std::vector<Reconcile>> reconcilesByCommit;
     std::vector<Reconcile> confirmedReconciles;
     std::optional<int64_t> lastDurableNext;
     bool sawDurable = false;
@@ -114,14 +107,15 @@ class AlarmChecks final : public sim::TraceSink {
     std::vector<std::pair<uint64_t, int64_t>> durablePurges;  // (purge.begin sequence, before)
   };
 
-  bool mine(const nlohmann::json& event) const;
+  void observe(const std::string& ev, const nlohmann::json& e) override;
+  std::string invariant_for(const std::string& ev) const override;
   Key key(const nlohmann::json& event) const;
-  std::string label(const nlohmann::json& event) const { return event.at("object").get<std::string>(); }
 
   void onCommit(const nlohmann::json& e);
   void onDurability(const nlohmann::json& e);
-  // The commit holding `writes` is durable: their removals count for ALM-13.
-  void endingsDurable(const std::string& object, const std::vector<EndingWrite>& writes);
+  // A commit holding `notes` is durable: its removals count for ALM-13, its claims and reconciles
+  // are confirmed.
+  void notesDurable(const std::string& object, IncarnationState& inc, const CommitNotes& notes);
   void onConfirm(const nlohmann::json& e);
   void onReconcile(const nlohmann::json& e);
   void onReconcileDurable(const nlohmann::json& e);
@@ -143,8 +137,6 @@ class AlarmChecks final : public sim::TraceSink {
 
   StoreReader reader_;
   AlarmPolicyView policy_;
-  std::string className_;
-  sim::Tallies tallies_;
   std::map<Key, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.

@@ -2,7 +2,6 @@
 #include "properties/lease_checks.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "model/log_model.h"
 #include "properties/event_fields.h"
@@ -38,6 +37,13 @@ bool settledState(const std::string& state) { return state == "acked" || state =
 bool heldState(const std::string& state, int64_t expiresAt, int64_t now) {
   return state == "pending" || (state == "active" && expiresAt > now);
 }
+// A released or truncated row goes back to pending, its attempt not counted.
+template <class Row>
+void release(Row& row) {
+  row.state = "pending";
+  row.expiresAt = 0;
+  row.attempt -= 1;
+}
 bool reclaimableState(const std::string& state, int64_t expiresAt, int64_t now) {
   return state == "pending" || (state == "active" && expiresAt <= now);
 }
@@ -72,19 +78,9 @@ model::AdvanceResult predictAdvance(const Mirror& m, const std::string& consumer
 
 }  // namespace
 
-LeaseChecks::LeaseChecks(StoreReader reader, std::string className) : reader_(std::move(reader)), className_(std::move(className)) {
+LeaseChecks::LeaseChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {
   for (int i = 1; i <= 16; ++i) tallies_.declare(std::string("LSE-") + (i < 10 ? "0" : "") + std::to_string(i));
 }
-
-bool LeaseChecks::mine(const json& event) const {
-  auto it = event.find("object");
-  if (it == event.end() || !it->is_string()) return false;
-  const std::string& object = it->get_ref<const std::string&>();
-  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
-         object[className_.size()] == '/';
-}
-
-std::string LeaseChecks::label(const json& e) const { return text(e, "object"); }
 
 // The object's clock at the event: the World's time plus its incarnation's offset, if any.
 int64_t LeaseChecks::objectNow(const json& e) {
@@ -92,22 +88,25 @@ int64_t LeaseChecks::objectNow(const json& e) {
   return num(e, "t") + offset.value_or(0);
 }
 
-const LeaseChecks::Mirror& LeaseChecks::live(const ObjectState& obj) const {
-  return obj.unconfirmed.empty() ? obj.durable : obj.unconfirmed.back().second;
+void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
+  poisons.insert(poisons.end(), other.poisons.begin(), other.poisons.end());
+  records.insert(records.end(), other.records.begin(), other.records.end());
 }
 
-void LeaseChecks::record(const json& e) {
-  try {
-    observe(e);
-  } catch (const json::exception& error) {
-    throw std::invalid_argument("lease checks: malformed " + e.value("ev", std::string("event")) + " event (" + error.what() + "): " + e.dump());
-  }
+// The events each check reads: a malformed one is a violation of the check it feeds.
+std::string LeaseChecks::invariant_for(const std::string& ev) const {
+  if (ev == "log.options" || ev == "log.lease.disabled") return "LSE-16";
+  if (ev == "log.lease.write" || ev == "log.lease.gap.write") return "LSE-02";
+  if (ev == "log.lease.none") return "LSE-06";
+  if (ev == "log.lease.truncate.write" || ev == "log.lease.truncated") return "LSE-13";
+  if (ev == "log.lease.release.write" || ev == "log.lease") return "LSE-10";
+  if (ev == "log.lease.poison.write" || ev == "log.poison.callback") return "LSE-08";
+  if (ev == "log.commit.write" || ev == "log.advance.write") return "LSE-05";
+  if (ev == "app.lease.outcome" || ev.rfind("log.ack", 0) == 0 || ev.rfind("log.nack", 0) == 0) return "LSE-04";
+  return "LSE-09";
 }
 
-void LeaseChecks::observe(const json& e) {
-  auto evIt = e.find("ev");
-  if (evIt == e.end() || !evIt->is_string()) return;
-  const std::string& ev = evIt->get_ref<const std::string&>();
+void LeaseChecks::observe(const std::string& ev, const json& e) {
   if (ev == "app.lease.outcome") return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
   if (ev == "commit" || ev == "commit.noop") return onCommit(e);
@@ -115,7 +114,7 @@ void LeaseChecks::observe(const json& e) {
     // A failed statement rolls back its savepoint without a trace event: the writes described so
     // far may not have happened, so the next commit resynchronises the mirror instead of judging it.
     const std::string fault = text(e, "fault");
-    if (fault == "storage.statement_error") object(e).rolledBack = true;
+    if (fault == "storage.statement_error") object(e).state.statement_failed();
     if (fault == "clock.incarnation_offset") object(e).clockOffset[num(e, "incarnation")] = num(e.at("details"), "offset");
     return;
   }
@@ -131,8 +130,10 @@ void LeaseChecks::observe(const json& e) {
     ObjectState& obj = object(e);
     if (!flag(e, "moved")) return;
     const std::string consumer = text(e, "consumer");
-    obj.working.cursor[consumer] = num(e, "offset");
-    obj.working.manualCursor.insert(consumer);
+    obj.state.stage([consumer, offset = num(e, "offset")](Mirror& m) {
+      m.cursor[consumer] = offset;
+      m.manualCursor.insert(consumer);
+    });
     touch(obj, consumer, "LSE-05");
     return;
   }
@@ -213,67 +214,52 @@ void LeaseChecks::onCommit(const json& e) {
   const bool numbered = text(e, "ev") == "commit";
   const uint64_t commit = numbered ? e.at("commit").get<uint64_t>() : 0;
   for (const auto& [consumer, t] : obj.touched) {
-    if (!t.needsAdvance || obj.rolledBack) continue;
+    if (!t.needsAdvance || obj.state.uncertain()) continue;
     tallies_.check(*t.needsAdvance, t.advanced, [&] {
       return object + " committed a " + (t.skipped ? "skip" : "settle") + " of " + consumer + " without advancing its cursor in the same transaction";
     });
   }
   if (!obj.touched.empty() && obj.options && hasLeaseTables(object)) checkStore(object, obj, objectNow(e));
-  if (numbered) {
-    obj.unconfirmed.emplace_back(commit, obj.working);
-    if (!obj.openPoisons.empty()) obj.poisonsByCommit[commit] = obj.openPoisons;
-    if (obj.options) learnRecords(object, obj, commit);
-  }
+  if (obj.options) learnRecords(object, obj);
+  if (numbered)
+    obj.state.commit(commit);
+  else
+    obj.state.commit_unchanged([&](const auto& txn) { poisonsDurable(obj, txn.notes); });
   obj.settled.insert(obj.openSettles.begin(), obj.openSettles.end());
   obj.touched.clear();
   obj.openAppends.clear();
-  obj.openPoisons.clear();
   obj.openSettles.clear();
-  obj.rolledBack = false;
 }
 
 void LeaseChecks::onConfirm(const json& e) {
   ObjectState& obj = object(e);
-  const uint64_t commit = e.at("commit").get<uint64_t>();
-  while (!obj.unconfirmed.empty() && obj.unconfirmed.front().first <= commit) {
-    obj.durable = std::move(obj.unconfirmed.front().second);
-    obj.unconfirmed.erase(obj.unconfirmed.begin());
-  }
-  for (auto it = obj.poisonsByCommit.begin(); it != obj.poisonsByCommit.end() && it->first <= commit;) {
-    for (const auto& [batchId, attempt] : it->second) obj.confirmedPoisons[batchId] = attempt;
-    it = obj.poisonsByCommit.erase(it);
-  }
-  obj.recordsByCommit.erase(obj.recordsByCommit.begin(), obj.recordsByCommit.upper_bound(commit));
+  obj.state.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { poisonsDurable(obj, txn.notes); });
+}
+
+void LeaseChecks::poisonsDurable(ObjectState& obj, const CommitNotes& notes) {
+  for (const auto& [batchId, attempt] : notes.poisons) obj.confirmedPoisons[batchId] = attempt;
 }
 
 // The first `kept` unconfirmed commits survive, the others vanish (runtime.md 4.5).
 void LeaseChecks::onDurability(const json& e) {
   ObjectState& obj = object(e);
-  const auto kept = static_cast<std::size_t>(num(e, "kept"));
-  if (kept > 0 && kept <= obj.unconfirmed.size()) obj.durable = obj.unconfirmed[kept - 1].second;
-  for (std::size_t i = kept; i < obj.unconfirmed.size(); ++i) {
-    const uint64_t lost = obj.unconfirmed[i].first;
-    if (auto it = obj.recordsByCommit.find(lost); it != obj.recordsByCommit.end())
-      for (int64_t offset : it->second) obj.records.erase(offset);
-    obj.poisonsByCommit.erase(lost);
-  }
-  obj.unconfirmed.clear();
-  obj.recordsByCommit.clear();
-  obj.poisonsByCommit.clear();
   discardOpen(obj);
+  obj.state.decide(
+      static_cast<std::size_t>(num(e, "kept")), [&](const auto& txn) { poisonsDurable(obj, txn.notes); },
+      [&](const auto& txn) {
+        for (int64_t offset : txn.notes.records) obj.records.erase(offset);
+      });
 }
 
 void LeaseChecks::discardOpen(ObjectState& obj) {
-  obj.working = live(obj);
+  obj.state.roll_back();
   obj.touched.clear();
   obj.openAppends.clear();
-  obj.openPoisons.clear();
   obj.openSettles.clear();
-  obj.rolledBack = false;
 }
 
 // The records each committed append added, as stored (LSE-10 compares leases against them).
-void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj, uint64_t commit) {
+void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj) {
   for (const json& a : obj.openAppends) {
     const int64_t first = num(a, "first"), next = num(a, "next");
     if (next <= first) continue;
@@ -281,7 +267,7 @@ void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj, uint
                             " AND \"offset\" < " + str(next);
     for (const SqlRow& r : reader_(object, sql).toVector()) {
       obj.records[r.int64("o")] = {r.text("dedup_key"), r.text("payload")};
-      obj.recordsByCommit[commit].push_back(r.int64("o"));
+      obj.state.notes().records.push_back(r.int64("o"));
     }
   }
 }
@@ -301,7 +287,7 @@ void LeaseChecks::onFreshGrant(const json& e, ObjectState& obj) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const LeaseOptions& o = *obj.options;
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   const int64_t now = objectNow(e);
   const int64_t first = num(e, "first"), last = num(e, "last");
   int64_t held = 0;
@@ -338,18 +324,21 @@ void LeaseChecks::onFreshGrant(const json& e, ObjectState& obj) {
   tallies_.check("LSE-03", obj.everIds.insert(batchId).second && (!reportedGap || obj.everIds.insert(text(e, "gapBatchId")).second),
                  [&] { return object + " reused batch id " + batchId + " (or its gap row's id)"; });
   if (reportedGap) {
-    m.rows[text(e, "gapBatchId")] = Row{consumer, gapField[0].get<int64_t>(), gapField[1].get<int64_t>(), "skipped", 0, 0};
+    const Row gapRow{consumer, gapField[0].get<int64_t>(), gapField[1].get<int64_t>(), "skipped", 0, 0};
+    obj.state.stage([gapId = text(e, "gapBatchId"), gapRow](Mirror& mirror) { mirror.rows[gapId] = gapRow; });
     demandAdvance(obj, consumer, "LSE-14", true);
   }
-  m.rows[batchId] = Row{consumer, first, last, "active", 1, num(e, "expiresAt")};
-  m.allocation[consumer] = last + 1;
+  obj.state.stage([batchId, row = Row{consumer, first, last, "active", 1, num(e, "expiresAt")}](Mirror& mirror) {
+    mirror.rows[batchId] = row;
+    mirror.allocation[row.consumer] = row.last + 1;
+  });
   touch(obj, consumer, "LSE-02");
 }
 
 void LeaseChecks::onReclaim(const json& e, ObjectState& obj) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId"), previous = text(e, "previousBatchId");
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   const int64_t now = objectNow(e);
   const int64_t first = num(e, "first"), last = num(e, "last"), attempt = num(e, "attempt");
   std::optional<std::string> lowest;
@@ -368,9 +357,11 @@ void LeaseChecks::onReclaim(const json& e, ObjectState& obj) {
            (prev == m.rows.end() ? ": no such row" : ", the row has attempt " + str(prev->second.attempt) + " range " + range(prev->second.first, prev->second.last)) +
            "; the lowest reclaimable row is " + lowest.value_or("none");
   });
-  if (prev != m.rows.end()) m.rows.erase(prev);
-  m.rows[batchId] = Row{consumer, first, last, "active", attempt, num(e, "expiresAt")};
-  m.fenced.insert(previous);
+  obj.state.stage([previous, batchId, row = Row{consumer, first, last, "active", attempt, num(e, "expiresAt")}](Mirror& mirror) {
+    mirror.rows.erase(previous);
+    mirror.rows[batchId] = row;
+    mirror.fenced.insert(previous);
+  });
   touch(obj, consumer, "LSE-03");
 }
 
@@ -380,7 +371,7 @@ void LeaseChecks::onLeaseNone(const json& e) {
   const int64_t now = objectNow(e);
   int64_t held = 0;
   bool reclaimable = false;
-  for (const auto& [id, row] : rowsOf(obj.working.rows, consumer)) {
+  for (const auto& [id, row] : rowsOf(obj.state.staged().rows, consumer)) {
     held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
     reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
   }
@@ -397,7 +388,7 @@ void LeaseChecks::onTailGapWrite(const json& e) {
   ObjectState& obj = object(e);
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer");
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   const int64_t now = objectNow(e);
   int64_t held = 0;
   bool reclaimable = false;
@@ -418,8 +409,10 @@ void LeaseChecks::onTailGapWrite(const json& e) {
   });
   const std::string gapId = text(e, "gapBatchId");
   tallies_.check("LSE-03", obj.everIds.insert(gapId).second, [&] { return object + " reused batch id " + gapId + " for a tail gap row"; });
-  m.rows[gapId] = Row{consumer, first, last, "skipped", 0, 0};
-  m.allocation[consumer] = allocation;
+  obj.state.stage([gapId, row = Row{consumer, first, last, "skipped", 0, 0}, allocation](Mirror& mirror) {
+    mirror.rows[gapId] = row;
+    mirror.allocation[row.consumer] = allocation;
+  });
   demandAdvance(obj, consumer, "LSE-14", true);
   touch(obj, consumer, "LSE-02");
 }
@@ -432,7 +425,7 @@ void LeaseChecks::onTruncateWrite(const json& e) {
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const int64_t first = num(e, "first"), last = num(e, "last"), oldest = num(e, "oldest");
   const bool whole = flag(e, "whole");
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   auto it = m.rows.find(batchId);
   const bool matches = it != m.rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
                        it->second.first == first && it->second.last == last;
@@ -443,13 +436,16 @@ void LeaseChecks::onTruncateWrite(const json& e) {
   });
   if (it != m.rows.end()) {
     if (whole || last < oldest) {
-      it->second.state = "skipped";
+      obj.state.stage([batchId](Mirror& mirror) { mirror.rows.at(batchId).state = "skipped"; });
     } else {
-      m.rows[text(e, "skippedBatchId")] = Row{consumer, first, oldest - 1, "skipped", 0, 0};
-      it->second.first = oldest;
-      it->second.state = "pending";
-      it->second.expiresAt = 0;
-      it->second.attempt -= 1;
+      obj.state.stage([batchId, skippedId = text(e, "skippedBatchId"), skipped = Row{consumer, first, oldest - 1, "skipped", 0, 0}](Mirror& mirror) {
+        mirror.rows[skippedId] = skipped;
+        Row& row = mirror.rows.at(batchId);
+        row.first = skipped.last + 1;
+        row.state = "pending";
+        row.expiresAt = 0;
+        row.attempt -= 1;
+      });
     }
   }
   obj.truncateWritten.insert(batchId);
@@ -461,8 +457,9 @@ void LeaseChecks::onTruncateWrite(const json& e) {
 void LeaseChecks::onTruncated(const json& e) {
   ObjectState& obj = object(e);
   const std::string batchId = text(e, "batchId");
-  auto it = obj.working.rows.find(batchId);
-  const bool stillActive = it != obj.working.rows.end() && it->second.state == "active";
+  const auto& rows = obj.state.staged().rows;
+  auto it = rows.find(batchId);
+  const bool stillActive = it != rows.end() && it->second.state == "active";
   tallies_.check("LSE-13", obj.truncateWritten.count(batchId) > 0 || !stillActive, [&] {
     return label(e) + " threw LogTruncatedError(" + str(num(e, "requested")) + ", " + str(num(e, "oldest")) + ") for " + batchId +
            " without moving the trimmed offsets into a skipped row";
@@ -472,17 +469,14 @@ void LeaseChecks::onTruncated(const json& e) {
 void LeaseChecks::onReleaseWrite(const json& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
-  auto it = obj.working.rows.find(batchId);
-  const bool ok = it != obj.working.rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
+  const auto& rows = obj.state.staged().rows;
+  auto it = rows.find(batchId);
+  const bool ok = it != rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
                   num(e, "missing") >= it->second.first && num(e, "missing") <= it->second.last;
   tallies_.check("LSE-10", ok, [&] {
     return label(e) + " released " + batchId + " for unreadable offset " + str(num(e, "missing")) + " but it is not an active lease holding it";
   });
-  if (it != obj.working.rows.end()) {
-    it->second.state = "pending";
-    it->second.expiresAt = 0;
-    it->second.attempt -= 1;
-  }
+  if (it != rows.end()) obj.state.stage([batchId](Mirror& mirror) { release(mirror.rows.at(batchId)); });
   touch(obj, consumer, "LSE-10");
 }
 
@@ -492,15 +486,16 @@ void LeaseChecks::onPoisonWrite(const json& e) {
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const int64_t attempt = num(e, "attempt");
   tallies_.check("LSE-07", o.onPoison, [&] { return label(e) + " skipped poisoned " + batchId + " without an onPoison handler"; });
-  auto it = obj.working.rows.find(batchId);
-  const bool active = it != obj.working.rows.end() && it->second.state == "active" && it->second.consumer == consumer;
+  const auto& rows = obj.state.staged().rows;
+  auto it = rows.find(batchId);
+  const bool active = it != rows.end() && it->second.state == "active" && it->second.consumer == consumer;
   tallies_.check("LSE-08", o.maxAttempts && attempt > *o.maxAttempts && flag(e, "matched") == active, [&] {
     return label(e) + " poison skip of " + batchId + " attempt " + str(attempt) + " (maxAttempts " + str(o.maxAttempts) + "), matched " +
            (flag(e, "matched") ? "true" : "false") + " against an " + (active ? "active" : "absent") + " row";
   });
   if (!flag(e, "matched")) return;
-  if (it != obj.working.rows.end()) it->second.state = "skipped";
-  obj.openPoisons.emplace_back(batchId, attempt);
+  if (it != rows.end()) obj.state.stage([batchId](Mirror& mirror) { mirror.rows.at(batchId).state = "skipped"; });
+  obj.state.notes().poisons.emplace_back(batchId, attempt);
   demandAdvance(obj, consumer, "LSE-14", true);
   touch(obj, consumer, "LSE-08");
 }
@@ -525,7 +520,7 @@ void LeaseChecks::onSettleWrite(const json& e, bool ack) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const char* verb = ack ? "ack" : "nack";
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   auto it = m.rows.find(batchId);
   tallies_.check("LSE-03", m.fenced.count(batchId) == 0,
                  [&] { return object + " " + verb + " of " + batchId + " matched after a reclaim had replaced it"; });
@@ -540,12 +535,11 @@ void LeaseChecks::onSettleWrite(const json& e, bool ack) {
       return object + " " + verb + " by " + consumer + " changed the lease " + batchId + " of " + it->second.consumer;
     });
     if (it->second.consumer != consumer) touch(obj, it->second.consumer, "LSE-09");
-    if (ack) {
-      it->second.state = "acked";
-    } else {
-      it->second.state = "pending";
-      it->second.expiresAt = 0;
-    }
+    obj.state.stage([batchId, ack](Mirror& mirror) {
+      Row& row = mirror.rows.at(batchId);
+      row.state = ack ? "acked" : "pending";
+      if (!ack) row.expiresAt = 0;
+    });
   }
   if (ack) demandAdvance(obj, consumer, "LSE-05", false);
   obj.openSettles.push_back(std::string(verb) + ":" + batchId);
@@ -555,7 +549,7 @@ void LeaseChecks::onSettleWrite(const json& e, bool ack) {
 void LeaseChecks::onSettleRejected(const json& e, bool ack) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
-  const Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   auto it = m.rows.find(batchId);
   const bool settleable = it != m.rows.end() && it->second.state == "active" && it->second.consumer == consumer;
   std::string id = "LSE-04";
@@ -571,18 +565,22 @@ void LeaseChecks::onSettleRejected(const json& e, bool ack) {
 void LeaseChecks::onAdvanceWrite(const json& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer");
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   const model::AdvanceResult a = predictAdvance(m, consumer);
   tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
     return label(e) + " advance of " + consumer + " from " + str(optNum(e, "cursor")) + " to " + str(optNum(e, "to")) + " deleting " +
            str(num(e, "deleted")) + "; the settled run from " + str(a.before) + " gives " + str(a.to) + " deleting " + str(a.deleted);
   });
-  if (a.to && a.to != a.before) {
-    m.cursor[consumer] = *a.to;
-    m.manualCursor.erase(consumer);
-  }
-  for (auto it = m.rows.begin(); it != m.rows.end();)
-    it = it->second.consumer == consumer && settledState(it->second.state) && it->second.last < a.to.value_or(0) ? m.rows.erase(it) : std::next(it);
+  obj.state.stage([consumer, a](Mirror& mirror) {
+    if (a.to && a.to != a.before) {
+      mirror.cursor[consumer] = *a.to;
+      mirror.manualCursor.erase(consumer);
+    }
+    std::erase_if(mirror.rows, [&](const auto& entry) {
+      const Row& row = entry.second;
+      return row.consumer == consumer && settledState(row.state) && row.last < a.to.value_or(0);
+    });
+  });
   obj.touched[consumer].advanced = true;
   touch(obj, consumer, "LSE-05");
 }
@@ -593,7 +591,7 @@ void LeaseChecks::onLease(const json& e) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const int64_t first = num(e, "first"), last = num(e, "last"), attempt = num(e, "attempt");
-  const Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   auto it = m.rows.find(batchId);
   const bool fenced = m.fenced.count(batchId) > 0;
   const bool granted = it != m.rows.end() && it->second.consumer == consumer && it->second.first == first && it->second.last == last &&
@@ -678,7 +676,7 @@ void LeaseChecks::checkStore(const std::string& object, ObjectState& obj, int64_
 // The stored rows, allocation and cursor of each consumer against the mirror; the mirror then
 // follows the store so that one divergence is reported once.
 void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const Mirror& stored) {
-  Mirror& m = obj.working;
+  const Mirror& m = obj.state.staged();
   std::set<std::string> consumers;
   for (const Mirror* side : {&stored, static_cast<const Mirror*>(&m)}) {
     for (const auto& [id, row] : side->rows) consumers.insert(row.consumer);
@@ -692,7 +690,7 @@ void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const
     const std::string id = t == obj.touched.end() ? "LSE-09" : t->second.id;
     const bool rowsEqual = storedRows == mirrorRows;
     const bool ok = rowsEqual && storedAllocation == mirrorAllocation && storedCursor == mirrorCursor;
-    if (!obj.rolledBack) tallies_.check(id, ok, [&] {
+    if (!obj.state.uncertain()) tallies_.check(id, ok, [&] {
       std::string what = !rowsEqual ? "lease rows (" + str(static_cast<int64_t>(storedRows.size())) + " stored, " +
                                           str(static_cast<int64_t>(mirrorRows.size())) + " written)"
                                     : storedAllocation != mirrorAllocation
@@ -701,13 +699,15 @@ void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const
       return object + " consumer " + consumer + (t == obj.touched.end() ? " untouched by the commit" : "") + " has stored " + what;
     });
     if (ok) continue;
-    for (auto it = m.rows.begin(); it != m.rows.end();) it = it->second.consumer == consumer ? m.rows.erase(it) : std::next(it);
-    for (const auto& [id2, row] : storedRows) {
-      m.rows[id2] = row;
-      m.fenced.erase(id2);
-    }
-    if (storedAllocation) m.allocation[consumer] = *storedAllocation; else m.allocation.erase(consumer);
-    if (storedCursor) m.cursor[consumer] = *storedCursor; else m.cursor.erase(consumer);
+    obj.state.stage([consumer, storedRows, storedAllocation, storedCursor](Mirror& mirror) {
+      std::erase_if(mirror.rows, [&](const auto& entry) { return entry.second.consumer == consumer; });
+      for (const auto& [id2, row] : storedRows) {
+        mirror.rows[id2] = row;
+        mirror.fenced.erase(id2);
+      }
+      if (storedAllocation) mirror.allocation[consumer] = *storedAllocation; else mirror.allocation.erase(consumer);
+      if (storedCursor) mirror.cursor[consumer] = *storedCursor; else mirror.cursor.erase(consumer);
+    });
   }
 }
 
@@ -737,7 +737,7 @@ void LeaseChecks::checkShape(const std::string& object, const std::string& consu
              " nor in a lease row";
     });
   }
-  if (objects_[object].working.manualCursor.count(consumer)) return;  // commit() may move a cursor anywhere
+  if (objects_[object].state.staged().manualCursor.count(consumer)) return;  // commit() may move a cursor anywhere
   const int64_t at = cursor.value_or(0);
   std::string passed, stale, resting;
   for (const auto& [id, row] : rows) {

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,21 +39,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/durable_state.h"
+#include "properties/object_checker.h"
 #include "properties/store_reader.h"
-#include "sim/tally.h"
-#include "sim/trace_sink.h"
 
 namespace durasim::properties {
 
-class LeaseChecks final : public sim::TraceSink {
+class LeaseChecks final : public ObjectChecker {
  public:
   LeaseChecks(StoreReader reader, std::string className);
 
-  // Throws std::invalid_argument for an event of the contract that lacks a field or has a wrong type.
-  void record(const nlohmann::json& event) override;
   // End-of-run checks over every object of the class seen in the trace, at `now` (after heal).
   void finish(int64_t now);
-  const sim::Tallies& tallies() const { return tallies_; }
 
  private:
   struct Row {
@@ -68,6 +66,16 @@ class LeaseChecks final : public sim::TraceSink {
     std::map<std::string, int64_t> allocation, cursor;    // consumer -> offset
     std::set<std::string> manualCursor;                   // consumers whose cursor last moved by commit()
     std::set<std::string> fenced;                         // batch ids replaced by a reclaim
+
+    // An edit a write event describes.
+    using Edit = std::function<void(Mirror&)>;
+    void apply(const Edit& edit) { edit(*this); }
+  };
+  // What a transaction did that counts once it is durable, or is forgotten if it vanishes.
+  struct CommitNotes {
+    std::vector<std::pair<std::string, int64_t>> poisons;  // matched poison skips (batch id, attempt)
+    std::vector<int64_t> records;                          // offsets whose records its appends added
+    void merge(CommitNotes&& other);
   };
   struct LeaseOptions {
     int64_t maxParallelism = 1, leaseMs = 0, maxBatchSize = 0;
@@ -85,25 +93,18 @@ class LeaseChecks final : public sim::TraceSink {
     std::optional<LeaseOptions> options;  // of the current incarnation; nullopt = leases disabled
     bool optionsSeen = false, everLeases = false;
     std::map<int64_t, int64_t> clockOffset;  // incarnation -> clock.incarnation_offset (runtime.md 11.2)
-    bool rolledBack = false;  // a statement of the open transaction failed (its savepoint may be gone)
-    Mirror durable, working;
-    std::vector<std::pair<uint64_t, Mirror>> unconfirmed;  // local commits awaiting confirmation
+    DurableState<Mirror, Mirror::Edit, CommitNotes> state;
     std::map<std::string, Touch> touched;
     std::vector<nlohmann::json> openAppends;              // append writes of the open transaction
     std::vector<std::string> openSettles;                 // matched settles ("ack:id")
-    std::vector<std::pair<std::string, int64_t>> openPoisons;  // matched poison skips (batch id, attempt)
-    std::map<uint64_t, std::vector<std::pair<std::string, int64_t>>> poisonsByCommit;
     std::map<std::string, int64_t> confirmedPoisons;      // batch id -> attempt of its durable skip
-    std::map<uint64_t, std::vector<int64_t>> recordsByCommit;  // offsets learnt per unconfirmed commit
     std::set<std::string> settled, rejected, everIds, truncateWritten;
     std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
   };
 
-  void observe(const nlohmann::json& e);
-  bool mine(const nlohmann::json& event) const;
-  std::string label(const nlohmann::json& e) const;
+  void observe(const std::string& ev, const nlohmann::json& e) override;
+  std::string invariant_for(const std::string& ev) const override;
   ObjectState& object(const nlohmann::json& e) { return objects_[label(e)]; }
-  const Mirror& live(const ObjectState& obj) const;
   int64_t objectNow(const nlohmann::json& e);
 
   void onOptions(const nlohmann::json& e);
@@ -111,6 +112,7 @@ class LeaseChecks final : public sim::TraceSink {
   void onConfirm(const nlohmann::json& e);
   void onDurability(const nlohmann::json& e);
   void discardOpen(ObjectState& obj);
+  void poisonsDurable(ObjectState& obj, const CommitNotes& notes);
   void onLeaseWrite(const nlohmann::json& e);
   void onFreshGrant(const nlohmann::json& e, ObjectState& obj);
   void onReclaim(const nlohmann::json& e, ObjectState& obj);
@@ -135,11 +137,9 @@ class LeaseChecks final : public sim::TraceSink {
   void checkShape(const std::string& object, const std::string& consumer, const Mirror& stored, int64_t now, const Touch* touch);
   Mirror readStore(const std::string& object);
   bool hasLeaseTables(const std::string& object);
-  void learnRecords(const std::string& object, ObjectState& obj, uint64_t commit);
+  void learnRecords(const std::string& object, ObjectState& obj);
 
   StoreReader reader_;
-  std::string className_;
-  sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
 };
 

@@ -2,7 +2,6 @@
 #include "properties/log_checks.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "properties/event_fields.h"
 
@@ -28,33 +27,33 @@ bool isWrite(const std::string& ev) {
 
 }  // namespace
 
-LogChecks::LogChecks(StoreReader reader, std::string className) : reader_(std::move(reader)), className_(std::move(className)) {
+LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {
   for (int i = 1; i <= 18; ++i) tallies_.declare(std::string("LOG-") + (i < 10 ? "0" : "") + std::to_string(i));
 }
 
-bool LogChecks::mine(const json& event) const {
-  auto it = event.find("object");
-  if (it == event.end() || !it->is_string()) return false;
-  const std::string& object = it->get_ref<const std::string&>();
-  return object.size() > className_.size() && object.compare(0, className_.size(), className_) == 0 &&
-         object[className_.size()] == '/';
+void LogChecks::observe(const std::string& name, const json& e) {
+  if (name == "fault") return onFault(e);
+  if (name == "cold.call") return onColdCall(e);
+  if (name.rfind("app.", 0) == 0) return onApp(name, e);
+  if (!mine(e)) return;
+  // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
+  if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
+  if (e.contains("incarnation")) dispatch(name, e);
 }
 
-void LogChecks::record(const json& e) {
-  const auto ev = e.find("ev");
-  if (ev == e.end() || !ev->is_string()) return;
-  const std::string name = ev->get<std::string>();
-  try {
-    if (name == "fault") return onFault(e);
-    if (name == "cold.call") return onColdCall(e);
-    if (name.rfind("app.", 0) == 0) return onApp(name, e);
-    if (!mine(e)) return;
-    // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
-    if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
-    if (e.contains("incarnation")) dispatch(name, e);
-  } catch (const json::exception& error) {
-    throw std::invalid_argument("malformed " + name + " event " + e.dump() + ": " + error.what());
-  }
+// The events each check reads: a malformed one is a violation of the check it feeds.
+std::string LogChecks::invariant_for(const std::string& ev) const {
+  if (ev == "log.append.write" || ev == "commit" || ev == "log.append") return "LOG-01";
+  if (ev == "app.produce" || ev == "log.append.rejected") return "LOG-03";
+  if (ev == "log.commit.write" || ev == "log.advance.write") return "LOG-06";
+  if (ev == "log.read") return "LOG-07";
+  if (ev == "log.read.truncated" || ev == "app.consume") return "LOG-08";
+  if (ev == "log.load") return "LOG-13";
+  if (ev == "log.options" || ev == "log.trim.end") return "LOG-12";
+  if (ev == "log.forget.write") return "LOG-15";
+  if (ev == "fault" || ev == "cold.call") return "LOG-16";
+  if (ev == "log.cold.write") return "LOG-11";
+  return "LOG-10";
 }
 
 void LogChecks::onFault(const json& e) {
@@ -99,8 +98,7 @@ void LogChecks::dispatch(const std::string& ev, const json& e) {
   if (s.incarnation == 0) s.incarnation = incarnation;
   if (ev == "commit") return onCommit(s, object, e);
   if (ev == "commit.noop") {
-    s.local = s.staged;
-    s.pending.clear();
+    s.state.commit_unchanged();
     s.schedulerTouched = false;
     return;
   }
@@ -131,8 +129,7 @@ void LogChecks::dispatch(const std::string& ev, const json& e) {
 }
 
 void LogChecks::resetOpen(ObjectState& s) {
-  s.staged = s.local;
-  s.pending.clear();
+  s.state.roll_back();
   s.schedulerTouched = false;
 }
 
@@ -154,7 +151,8 @@ void LogChecks::onOptions(ObjectState& s, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Writes, commits and durability
 
-void LogChecks::apply(View& v, const json& w) {
+void LogChecks::View::apply(const json& w) {
+  View& v = *this;
   const std::string ev = w.at("ev").get<std::string>();
   if (ev == "log.append.write") {
     const std::vector<std::string> keys = strings(w, "keys");
@@ -162,7 +160,7 @@ void LogChecks::apply(View& v, const json& w) {
     const int64_t first = num(w, "first");
     for (std::size_t i = 0; i < keys.size() && i < offsets.size(); ++i)
       if (offsets[i] >= first && !v.records.count(offsets[i])) {
-        v.records[offsets[i]] = Record{keys[i], std::nullopt};
+        v.records[offsets[i]] = keys[i];
         v.keys[keys[i]] = offsets[i];
       }
     v.next = std::max(v.next, num(w, "next"));
@@ -176,7 +174,7 @@ void LogChecks::apply(View& v, const json& w) {
   } else if (ev == "log.trim.delete" || ev == "log.trim.flush") {
     const int64_t last = num(w, "last");
     for (int64_t o = v.hotFrom; o <= last && o < v.next; ++o)
-      if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second.key);
+      if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second);
     v.hotFrom = std::max(v.hotFrom, last + 1);
     if (ev == "log.trim.flush") {
       v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
@@ -192,30 +190,29 @@ void LogChecks::apply(View& v, const json& w) {
 
 void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::string& ev, const json& e) {
   if (ev == "log.append.write") {
-    checkAppendWrite(object, s.staged, e);
+    checkAppendWrite(object, s.state.staged(), e);
     s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
     if (s.trimBegunAt) s.appendedDuringTrim = true;
   } else if (ev == "log.commit.write") {
     const std::string consumer = text(e, "consumer");
-    const auto it = s.staged.cursors.find(consumer);
-    const bool forward = it == s.staged.cursors.end() || num(e, "offset") > it->second;
+    const auto& cursors = s.state.staged().cursors;
+    const auto it = cursors.find(consumer);
+    const bool forward = it == cursors.end() || num(e, "offset") > it->second;
     tallies_.check("LOG-06", e.at("moved").get<bool>() == forward, [&] {
       return object + " commit(" + consumer + ", " + str(num(e, "offset")) + ") moved=" + e.at("moved").dump() + " over cursor " +
-             (it == s.staged.cursors.end() ? std::string("none") : str(it->second));
+             (it == cursors.end() ? std::string("none") : str(it->second));
     });
   } else if (ev == "log.forget.write") {
     const int64_t offset = num(e, "offset");
-    const auto below = std::count_if(s.staged.segments.begin(), s.staged.segments.end(), [&](const auto& seg) { return seg.second.last < offset; });
+    const auto& segments = s.state.staged().segments;
+    const auto below = std::count_if(segments.begin(), segments.end(), [&](const auto& seg) { return seg.second.last < offset; });
     tallies_.check("LOG-15", num(e, "forgotten") == below, [&] {
       return object + " forgetColdBefore(" + str(offset) + ") removed " + str(num(e, "forgotten")) + " segments, " + str(below) + " lie below";
     });
   } else if (ev == "log.trim.delete" || ev == "log.trim.intent" || ev == "log.trim.flush") {
     checkTrimWrite(object, s, ev, e);
   }
-  json write = e;
-  write["ev"] = ev;
-  apply(s.staged, write);
-  s.pending.push_back(std::move(write));
+  s.state.stage(e);
 }
 
 // LOG-01 and LOG-02 against the offsets and hot keys the transaction started from.
@@ -246,7 +243,7 @@ void LogChecks::checkAppendWrite(const std::string& object, const View& staged, 
 // LOG-10 and LOG-11 on the trim transaction's writes.
 void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
-  const View& v = s.staged;
+  const View& v = s.state.staged();
   if (ev == "log.trim.intent") {
     tallies_.check("LOG-11", !v.flush && first == v.hotFrom && first <= last && last < v.next, [&] {
       return object + " recorded flush intent [" + str(first) + ", " + str(last) + "] over hot [" + str(v.hotFrom) + ", " + str(v.next) + ")" +
@@ -271,11 +268,10 @@ void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, 
 
 void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& e) {
   const uint64_t commit = e.at("commit").get<uint64_t>();
-  std::vector<json> writes = std::move(s.pending);
-  const bool logOnly = !writes.empty() && !s.schedulerTouched;
-  s.local = s.staged;
-  s.pending.clear();
+  const bool logOnly = !s.state.open_edits().empty() && !s.schedulerTouched;
+  s.state.commit(commit);
   s.schedulerTouched = false;
+  const std::vector<json>& writes = s.state.unconfirmed().back().edits;
   for (const json& w : writes)
     if (w.at("ev") == "log.trim.intent") s.flushSettled = false;
   // LOG-17: log writes alone never move the physical alarm.
@@ -284,31 +280,25 @@ void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& 
     tallies_.check("LOG-17", alarm == *s.lastAlarm, [&] { return object + " log commit moved the alarm from " + s.lastAlarm->dump() + " to " + alarm.dump(); });
   s.lastAlarm = alarm;
   s.alarmKnown = true;
-  s.unconfirmed.push_back(Group{commit, writes});
   if (hasLogTables(object)) checkState(s, object, writes);
 }
 
 void LogChecks::onConfirm(ObjectState& s, const json& e) {
-  const uint64_t commit = e.at("commit").get<uint64_t>();
-  while (!s.unconfirmed.empty() && s.unconfirmed.front().commit <= commit) {
-    for (const json& w : s.unconfirmed.front().writes) apply(s.durable, w);
-    s.unconfirmed.erase(s.unconfirmed.begin());
-  }
+  s.state.confirm(e.at("commit").get<uint64_t>());
 }
 
 // The incarnation ended with unconfirmed commits: a prefix of `kept` of them survives.
 void LogChecks::onDurability(ObjectState& s, const json& e) {
   const auto kept = static_cast<std::size_t>(num(e, "kept"));
-  for (std::size_t i = 0; i < kept && i < s.unconfirmed.size(); ++i)
-    for (const json& w : s.unconfirmed[i].writes) apply(s.durable, w);
-  if (kept < s.unconfirmed.size()) s.flushSettled = false;
-  s.unconfirmed.clear();
-  // Known bodies survive when their offset's record did.
-  for (auto& [offset, record] : s.durable.records)
-    if (auto it = s.local.records.find(offset); it != s.local.records.end() && it->second.key == record.key && !record.body)
-      record.body = it->second.body;
-  s.local = s.durable;
-  resetOpen(s);
+  if (kept < s.state.unconfirmed().size()) s.flushSettled = false;
+  s.state.decide(kept);
+  s.schedulerTouched = false;
+  // What was shown of a record survives when its offset's record did.
+  const auto& durable = s.state.durable().records;
+  std::erase_if(s.known, [&](const auto& entry) {
+    const auto record = durable.find(entry.first);
+    return record == durable.end() || record->second != entry.second.key;
+  });
   s.alarmKnown = false;
 }
 
@@ -337,7 +327,7 @@ std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string
 }
 
 void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<json>& writes) {
-  const View& v = s.local;
+  const View& v = s.state.local();
   const Bounds b = storeBounds(object);
   const SqlRow agg = reader_(object,
                              "SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes, "
@@ -366,7 +356,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   for (const auto& [o, bytes] : written) {
     const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM durability_log_records WHERE \"offset\" = " + str(o)).next();
     const auto known = v.records.find(o);
-    keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second.key;
+    keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second;
     if (row)
       tallies_.check("LOG-02", row->int64("bytes") == bytes, [&] {
         return object + " offset " + str(o) + " holds " + str(row->int64("bytes")) + " payload bytes, its key's last occurrence had " + str(bytes);
@@ -381,7 +371,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   std::map<std::string, int64_t> cursors;
   for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM durability_log_cursors").toVector()) cursors[r.text("consumer")] = r.int64("o");
   bool cursorsOk = cursors == v.cursors;
-  for (const auto& [consumer, offset] : s.durable.cursors) cursorsOk = cursorsOk && cursors.count(consumer) && cursors[consumer] >= offset;
+  for (const auto& [consumer, offset] : s.state.durable().cursors) cursorsOk = cursorsOk && cursors.count(consumer) && cursors[consumer] >= offset;
   tallies_.check("LOG-06", cursorsOk, [&] { return object + " stored cursors differ from the committed ones or fell below a durable one"; });
   // LOG-10: the segments as flushed and forgotten.
   const std::map<int64_t, Segment> segments = storeSegments(object);
@@ -428,8 +418,8 @@ void LogChecks::onRejected(ObjectState& s, const std::string& object, const json
   if (!hasLogTables(object)) return;
   const Bounds b = storeBounds(object);
   // (A transaction that changed nothing has no commit event: its writes stay staged, harmlessly.)
-  tallies_.check("LOG-03", b.next == s.staged.next, [&] {
-    return object + " rejected an append but next_offset is " + str(b.next) + " (committed " + str(s.local.next) + ")";
+  tallies_.check("LOG-03", b.next == s.state.staged().next, [&] {
+    return object + " rejected an append but next_offset is " + str(b.next) + " (committed " + str(s.state.local().next) + ")";
   });
 }
 
@@ -439,12 +429,10 @@ void LogChecks::observeRecords(ObjectState& s, const std::string& object, const 
   const std::vector<std::string> bodies = withBodies ? strings(e, "bodies") : std::vector<std::string>{};
   bool ok = keys.size() == offsets.size() && (!withBodies || bodies.size() == offsets.size());
   for (std::size_t i = 0; ok && i < offsets.size(); ++i) {
-    Record& known = s.local.records[offsets[i]];
+    Record& known = s.known[offsets[i]];
     if (known.key.empty()) known.key = keys[i];
     ok = known.key == keys[i] && (!withBodies || !known.body || *known.body == bodies[i]);
     if (withBodies && ok) known.body = bodies[i];
-    if (auto staged = s.staged.records.find(offsets[i]); staged != s.staged.records.end() && staged->second.key == known.key)
-      staged->second.body = known.body;
   }
   tallies_.check("LOG-09", ok, [&] { return object + " " + text(e, "ev") + " showed offsets " + e.at("offsets").dump() + " with a key or body unlike before"; });
 }
@@ -536,9 +524,10 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
 void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const std::vector<int64_t> offsets = ints(e, "offsets");
-  bool ok = s.local.flush == std::make_pair(first, last) && static_cast<int64_t>(offsets.size()) == last - first + 1;
+  const View& local = s.state.local();
+  bool ok = local.flush == std::make_pair(first, last) && static_cast<int64_t>(offsets.size()) == last - first + 1;
   for (std::size_t i = 0; ok && i < offsets.size(); ++i) ok = offsets[i] == first + static_cast<int64_t>(i);
-  for (const auto& [segFirst, seg] : s.local.segments) ok = ok && (last < segFirst || first > seg.last);
+  for (const auto& [segFirst, seg] : local.segments) ok = ok && (last < segFirst || first > seg.last);
   const auto previous = s.coldWrites.find(first);
   const bool same = previous == s.coldWrites.end() ||
                     (previous->second.at("last") == e.at("last") && previous->second.at("keys") == e.at("keys") && previous->second.at("bodies") == e.at("bodies"));
@@ -575,8 +564,9 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
     const std::vector<int64_t> offsets = ints(e, "offsets");
     bool ok = keys.size() == offsets.size();
     for (std::size_t i = 0; ok && i < keys.size(); ++i) {
-      const auto known = s.durable.records.find(offsets[i]);
-      ok = offsets[i] < s.durable.next && known != s.durable.records.end() && known->second.key == keys[i];
+      const View& durable = s.state.durable();
+      const auto known = durable.records.find(offsets[i]);
+      ok = offsets[i] < durable.next && known != durable.records.end() && known->second == keys[i];
       s.produced[offsets[i]] = keys[i];
     }
     tallies_.check("LOG-03", ok, [&] { return partition + " acknowledged offsets " + e.at("offsets").dump() + " that are not durable with their keys"; });

@@ -44,24 +44,23 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
+#include "properties/durable_state.h"
+#include "properties/object_checker.h"
 #include "properties/store_reader.h"
-#include "sim/tally.h"
-#include "sim/trace_sink.h"
 
 namespace durasim::properties {
 
-class LogChecks final : public sim::TraceSink {
+class LogChecks final : public ObjectChecker {
  public:
   LogChecks(StoreReader reader, std::string className);
 
-  void record(const nlohmann::json& event) override;
   // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
   void healed() { healed_ = true; }
   // End-of-run checks over every log object seen (after heal, nothing in flight).
   void finish();
-  const sim::Tallies& tallies() const { return tallies_; }
 
  private:
+  // What some event showed of an offset's record.
   struct Record {
     std::string key;
     std::optional<std::string> body;  // serialize(body), once some event showed it
@@ -75,11 +74,14 @@ class LogChecks final : public sim::TraceSink {
   struct View {
     int64_t next = 0;
     int64_t hotFrom = 0;                     // hot offsets are [hotFrom, next)
-    std::map<int64_t, Record> records;       // every allocated offset, trimmed ones included
+    std::map<int64_t, std::string> records;  // every allocated offset, trimmed ones included -> its key
     std::map<std::string, int64_t> keys;     // hot dedup keys
     std::map<int64_t, Segment> segments;     // first_offset -> segment
     std::map<std::string, int64_t> cursors;
     std::optional<std::pair<int64_t, int64_t>> flush;
+
+    // Applies one write event (no checks).
+    void apply(const nlohmann::json& write);
   };
   struct Options {
     int64_t maxBatchSize = 100;
@@ -87,18 +89,13 @@ class LogChecks final : public sim::TraceSink {
     bool retention = false;
     bool cold = false;
   };
-  struct Group {  // the writes of one commit
-    uint64_t commit = 0;
-    std::vector<nlohmann::json> writes;
-  };
   struct ObjectState {
-    View staged, local, durable;
+    DurableState<View, nlohmann::json> state;  // edits: the write events
+    std::map<int64_t, Record> known;           // offset -> what reads and cold writes showed of it
     std::optional<Options> options;
     bool coldAlways = true;                  // every incarnation so far configured cold
     int64_t incarnation = 0;                 // the live one
-    std::vector<nlohmann::json> pending;     // writes of the open segment
     bool schedulerTouched = false;           // the open segment has scheduler or alarm events
-    std::vector<Group> unconfirmed;
     // (keys, offsets) of this incarnation's append writes whose append has not returned yet
     std::vector<std::pair<std::vector<std::string>, std::vector<int64_t>>> appendWrites;
     std::optional<nlohmann::json> lastAlarm; // the alarm of the last commit, when known
@@ -113,14 +110,13 @@ class LogChecks final : public sim::TraceSink {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
   };
 
-  bool mine(const nlohmann::json& event) const;
+  void observe(const std::string& ev, const nlohmann::json& e) override;
+  std::string invariant_for(const std::string& ev) const override;
   void dispatch(const std::string& ev, const nlohmann::json& e);
   void onApp(const std::string& ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
   void onColdCall(const nlohmann::json& e);
 
-  // Applies one write event to a view (no checks).
-  static void apply(View& view, const nlohmann::json& write);
   void onWrite(ObjectState& s, const std::string& object, const std::string& ev, const nlohmann::json& e);
   void onCommit(ObjectState& s, const std::string& object, const nlohmann::json& e);
   void onConfirm(ObjectState& s, const nlohmann::json& e);
@@ -154,8 +150,6 @@ class LogChecks final : public sim::TraceSink {
   bool coldLossPossible(const std::string& locator, int64_t now) const;
 
   StoreReader reader_;
-  std::string className_;
-  sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed

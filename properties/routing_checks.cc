@@ -1,7 +1,6 @@
 // RTE checks; see routing_checks.h.
 #include "properties/routing_checks.h"
 
-#include <stdexcept>
 
 #include "properties/event_fields.h"
 
@@ -40,8 +39,19 @@ void RoutingChecks::record(const json& e) {
     if (name == "rte.resize") return onResize(client, e);
     if (name == "rte.push.return") return onReturn(client, e);
   } catch (const json::exception& error) {
-    throw std::invalid_argument("malformed " + name + " event " + e.dump() + ": " + error.what());
+    tallies_.check(invariantFor(name), false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
   }
+}
+
+// The events each check reads: a malformed one is a violation of the check it feeds.
+const char* RoutingChecks::invariantFor(const std::string& ev) {
+  if (ev == "rte.select") return "RTE-07";
+  if (ev == "rte.observe") return "RTE-05";
+  if (ev == "rte.resize") return "RTE-06";
+  if (ev == "rte.push.refused") return "RTE-10";
+  if (ev == "rte.reply" || ev == "rte.push.return") return "RTE-09";
+  if (ev == "rte.push.failed" || ev == "rte.late.failure") return "RTE-03";
+  return "RTE-01";
 }
 
 RoutingChecks::Push* RoutingChecks::push(Client& client, const json& e, const char* id) {

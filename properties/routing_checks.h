@@ -34,12 +34,14 @@ class RoutingChecks final : public sim::TraceSink {
  public:
   RoutingChecks();
 
+  // A malformed event (a field missing or of the wrong type) is a violation of the check it feeds.
   void record(const nlohmann::json& event) override;
   // End-of-run checks (after heal, nothing in flight).
   void finish();
   const sim::Tallies& tallies() const { return tallies_; }
 
  private:
+  static const char* invariantFor(const std::string& ev);
   struct Push {
     bool custom = false;
     std::optional<int64_t> timeoutMs;

@@ -98,12 +98,12 @@ void RuntimeChecks::on_incarnation_end(const nlohmann::json& e, int64_t t) {
     return who(label, number) + " ended at t=" + str(t) + (inc.ended_at ? " a second time" : " but was not live");
   });
   // RT-07: every commit still unconfirmed at the end was settled by a durability decision.
-  tallies_.check("RT-07", o.unconfirmed.empty(), [&] {
-    return who(label, number) + " ended at t=" + str(t) + " with " + str(uint64_t{o.unconfirmed.size()}) +
-           " unconfirmed commits (first " + str(o.unconfirmed.front().number) + ") and no durability decision";
+  const auto& unconfirmed = o.alarm.unconfirmed();
+  tallies_.check("RT-07", unconfirmed.empty(), [&] {
+    return who(label, number) + " ended at t=" + str(t) + " with " + str(uint64_t{unconfirmed.size()}) +
+           " unconfirmed commits (first " + str(unconfirmed.front().commit) + ") and no durability decision";
   });
-  o.unconfirmed.clear();
-  o.alarm = o.durable_alarm;
+  o.alarm.decide(0);
   if (!inc.ended_at) inc.ended_at = t;
   if (o.live == number) o.live.reset();
   // RT-04: an alarm run of this incarnation ends with it.
@@ -145,8 +145,8 @@ void RuntimeChecks::on_commit(const nlohmann::json& e) {
   });
   o.last_commit = std::max(o.last_commit, commit);
   const nlohmann::json& alarm = e.at("alarm");
-  o.alarm = alarm.is_null() ? std::nullopt : std::optional<int64_t>(alarm.get<int64_t>());
-  o.unconfirmed.push_back(UnconfirmedCommit{commit, o.alarm});
+  o.alarm.stage(alarm.is_null() ? std::nullopt : std::optional<int64_t>(alarm.get<int64_t>()));
+  o.alarm.commit(commit);
 }
 
 void RuntimeChecks::on_confirm(const nlohmann::json& e) {
@@ -158,19 +158,15 @@ void RuntimeChecks::on_confirm(const nlohmann::json& e) {
     return "confirmation of commit " + str(commit) + " by " + who(label, number) + " while " +
            (o.live ? "incarnation " + str(*o.live) + " is live" : "no incarnation is live");
   });
-  const bool in_order = !o.unconfirmed.empty() && o.unconfirmed.front().number == commit && commit > o.last_confirm;
+  const auto& unconfirmed = o.alarm.unconfirmed();
+  const bool in_order = !unconfirmed.empty() && unconfirmed.front().commit == commit && commit > o.last_confirm;
   tallies_.check("RT-07", in_order && !o.vanished.count(commit), [&] {
     if (o.vanished.count(commit)) return label + " confirmed commit " + str(commit) + ", which a durability decision dropped";
-    if (o.unconfirmed.empty()) return label + " confirmed commit " + str(commit) + " with no commit awaiting confirmation";
-    return label + " confirmed commit " + str(commit) + " before commit " + str(o.unconfirmed.front().number) +
+    if (unconfirmed.empty()) return label + " confirmed commit " + str(commit) + " with no commit awaiting confirmation";
+    return label + " confirmed commit " + str(commit) + " before commit " + str(unconfirmed.front().commit) +
            " (last confirmed " + str(o.last_confirm) + ")";
   });
-  const auto confirmed = std::find_if(o.unconfirmed.begin(), o.unconfirmed.end(),
-                                      [&](const UnconfirmedCommit& c) { return c.number == commit; });
-  if (confirmed != o.unconfirmed.end()) {
-    o.durable_alarm = confirmed->alarm;
-    o.unconfirmed.erase(confirmed);
-  }
+  o.alarm.confirm(commit);
   o.last_confirm = std::max(o.last_confirm, commit);
   o.durable = std::max(o.durable, commit);
 }
@@ -180,23 +176,15 @@ void RuntimeChecks::on_durability(const nlohmann::json& e) {
   const int64_t kept = e.at("kept").get<int64_t>();
   const int64_t unconfirmed = e.at("unconfirmed").get<int64_t>();
   ObjectState& o = object(label);
-  const auto pending = static_cast<int64_t>(o.unconfirmed.size());
+  const auto pending = static_cast<int64_t>(o.alarm.unconfirmed().size());
   tallies_.check("RT-07", 0 <= kept && kept <= unconfirmed && unconfirmed == pending, [&] {
     return label + " durability decision keeps " + str(kept) + " of " + str(unconfirmed) + " unconfirmed commits; the trace shows " +
            str(pending) + " awaiting confirmation";
   });
-  const int64_t keep = std::clamp<int64_t>(kept, 0, pending);
-  for (int64_t i = 0; i < pending; ++i) {
-    const UnconfirmedCommit& c = o.unconfirmed[static_cast<std::size_t>(i)];
-    if (i < keep) {
-      o.durable = std::max(o.durable, c.number);
-      o.durable_alarm = c.alarm;
-    } else {
-      o.vanished.insert(c.number);
-    }
-  }
-  o.unconfirmed.clear();
-  o.alarm = o.durable_alarm;  // the next incarnation opens the durable state
+  // The next incarnation opens the durable state.
+  o.alarm.decide(
+      static_cast<std::size_t>(std::clamp<int64_t>(kept, 0, pending)), [&](const auto& c) { o.durable = std::max(o.durable, c.commit); },
+      [&](const auto& c) { o.vanished.insert(c.commit); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -432,8 +420,9 @@ void RuntimeChecks::on_phase(const nlohmann::json& e, int64_t t) {
 void RuntimeChecks::check_liveness(int64_t t, bool idle) {
   for (const auto& [label, o] : objects_) {
     std::string overdue;
-    if (o.alarm && !o.alarm_running && !o.alarm_lost) {
-      const int64_t scheduled = *o.alarm;
+    const std::optional<int64_t>& stored = o.alarm.local().at;
+    if (stored && !o.alarm_running && !o.alarm_lost) {
+      const int64_t scheduled = *stored;
       const auto occurrence = o.occurrences.find(scheduled);
       const bool abandoned = occurrence != o.occurrences.end() && occurrence->second.abandoned;
       int64_t due = scheduled;
@@ -448,8 +437,9 @@ void RuntimeChecks::check_liveness(int64_t t, bool idle) {
     tallies_.check("RT-14", overdue.empty(), [&] { return overdue; });
     tallies_.check("RT-24", overdue.empty(), [&] { return overdue; });
     if (idle) {
-      tallies_.check("RT-24", o.unconfirmed.empty(), [&] {
-        return label + " commit " + str(o.unconfirmed.front().number) + " still awaits confirmation at t=" + str(t) +
+      const auto& unconfirmed = o.alarm.unconfirmed();
+      tallies_.check("RT-24", unconfirmed.empty(), [&] {
+        return label + " commit " + str(unconfirmed.front().commit) + " still awaits confirmation at t=" + str(t) +
                " and nothing is left to confirm it";
       });
     }

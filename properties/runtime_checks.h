@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "faults/accounting.h"
+#include "properties/durable_state.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
@@ -67,10 +68,10 @@ class RuntimeChecks final : public sim::TraceSink {
     bool abandoned = false;
   };
 
-  // A local commit neither confirmed nor decided yet, and the stored alarm once it applies.
-  struct UnconfirmedCommit {
-    uint64_t number = 0;
-    std::optional<int64_t> alarm;
+  // The stored alarm; each commit event says what it left.
+  struct StoredAlarm {
+    std::optional<int64_t> at;
+    void apply(const std::optional<int64_t>& alarm) { at = alarm; }
   };
 
   // RT-14: when the last alarm run of an object ended, and for which scheduled time.
@@ -86,11 +87,10 @@ class RuntimeChecks final : public sim::TraceSink {
     uint64_t last_commit = 0;
     uint64_t last_confirm = 0;
     uint64_t durable = 0;                      // the last confirmed or kept commit
-    std::deque<UnconfirmedCommit> unconfirmed;
     std::set<uint64_t> vanished;
-    // RT-14: the stored alarm as the object reads it (every local commit applied), and as its
-    // durable state holds it (confirmed and kept commits only).
-    std::optional<int64_t> alarm, durable_alarm;
+    // RT-14: the stored alarm as the object reads it (local: every local commit applied), and as
+    // its durable state holds it (confirmed and kept commits only).
+    DurableState<StoredAlarm, std::optional<int64_t>> alarm;
     std::optional<AlarmEnd> last_alarm_end;
     bool alarm_lost = false;  // an alarm.lost fault (arbitrary profile) excuses a silent alarm
     // RT-04

@@ -733,10 +733,12 @@ TEST(LeaseChecks, ACrashDecidesWhetherAReclaimFencedTheOldBatchId) {
   }
 }
 
-TEST(LeaseChecks, AMalformedEventIsAClearError) {
+TEST(LeaseChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {
   Rig rig;
   ReferenceLog& a = rig.log();
-  EXPECT_THROW(a.emit("log.ack.write", {{"consumer", "c1"}}), std::invalid_argument);
+  EXPECT_NO_THROW(a.emit("log.ack.write", {{"consumer", "c1"}}));
+  ASSERT_EQ(rig.tally("LSE-04").violated, 1u);
+  EXPECT_NE(rig.tally("LSE-04").examples.front().find("malformed 'log.ack.write' event"), std::string::npos);
 }
 
 TEST(LeaseChecks, ExpiryIsJudgedOnTheIncarnationsOwnClock) {

@@ -558,9 +558,11 @@ TEST(LogChecksMutations, AlarmMovedByALogCommitAndFlushIntentLeft) {
   EXPECT_GT(f.violations("LOG-18"), 0u);
 }
 
-TEST(LogChecks, MalformedEventIsAClearError) {
+TEST(LogChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {
   Synth s;
-  EXPECT_THROW(s.emit({{"ev", "log.append.write"}, {"keys", {"a"}}}), std::invalid_argument);
+  EXPECT_NO_THROW(s.emit({{"ev", "log.append.write"}, {"keys", {"a"}}}));
+  EXPECT_EQ(s.violations("LOG-01"), 1u);
+  EXPECT_NE(s.allExamples().find("malformed 'log.append.write' event"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------

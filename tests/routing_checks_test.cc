@@ -185,9 +185,12 @@ TEST(RoutingChecks, EarlyTimeoutOrLateReplyKept) {
   EXPECT_GT(violations(mutated([](auto& h) { h[kFailed3 + 1]["late"] = false; }), "RTE-11"), 0u);
 }
 
-TEST(RoutingChecks, MalformedEventIsAClearError) {
+TEST(RoutingChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {
   RoutingChecks checks;
-  EXPECT_THROW(checks.record(json{{"ev", "rte.push.begin"}, {"push", 1}}), std::invalid_argument);
+  EXPECT_NO_THROW(checks.record(json{{"ev", "rte.push.begin"}, {"push", 1}}));
+  const sim::InvariantTally& tally = checks.tallies().by_id().at("RTE-01");
+  ASSERT_EQ(tally.violated, 1u);
+  EXPECT_NE(tally.examples.front().find("malformed 'rte.push.begin' event"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,26 @@
+// The per-class checker base; see object_checker.h.
+#include "properties/object_checker.h"
+
+namespace durasim::properties {
+
+void ObjectChecker::record(const nlohmann::json& event) {
+  const auto ev = event.find("ev");
+  if (ev == event.end() || !ev->is_string()) return;
+  const std::string& name = ev->get_ref<const std::string&>();
+  try {
+    observe(name, event);
+  } catch (const nlohmann::json::exception& error) {
+    tallies_.check(invariant_for(name), false, [&] { return "malformed '" + name + "' event " + event.dump() + ": " + error.what(); });
+  }
+}
+
+bool ObjectChecker::of_class(const std::string& label) const {
+  return label.size() > className_.size() && label.compare(0, className_.size(), className_) == 0 && label[className_.size()] == '/';
+}
+
+bool ObjectChecker::mine(const nlohmann::json& event) const {
+  const auto object = event.find("object");
+  return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>());
+}
+
+}  // namespace durasim::properties

@@ -1,0 +1,39 @@
+// The base of the checkers that follow the objects of one class through the trace ("Class/name"
+// labels): which events are theirs, and a malformed event (a field missing or of the wrong type)
+// reported as a violation of the invariant it would have fed, never a crash and never skipped
+// silently.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/tally.h"
+#include "sim/trace_sink.h"
+
+namespace durasim::properties {
+
+class ObjectChecker : public sim::TraceSink {
+ public:
+  // Hands every event with a string "ev" to observe(); a nlohmann::json error it raises becomes one
+  // violation of invariant_for(ev).
+  void record(const nlohmann::json& event) final;
+  const sim::Tallies& tallies() const { return tallies_; }
+
+ protected:
+  explicit ObjectChecker(std::string className) : className_(std::move(className)) {}
+
+  // Whether the event names an object of the class in its "object" field.
+  bool mine(const nlohmann::json& event) const;
+  bool of_class(const std::string& label) const;
+  static const std::string& label(const nlohmann::json& event) { return event.at("object").get_ref<const std::string&>(); }
+
+  virtual void observe(const std::string& ev, const nlohmann::json& event) = 0;
+  // The invariant whose check a malformed `ev` event would have fed.
+  virtual std::string invariant_for(const std::string& ev) const = 0;
+
+  const std::string className_;
+  sim::Tallies tallies_;
+};
+
+}  // namespace durasim::properties
