@@ -1,0 +1,149 @@
+// The SCH and ALM checks (properties/alarm_checks.h) on the real alarms workload's event stream: a
+// run without faults passes every check; a run whose stream is mutated on its way to the checker
+// (one event changed, the store left as the engine wrote it) is caught by the check of the
+// invariant the mutation breaks. The run itself is never changed: the mutation happens in the
+// observer, after the recorder saw the event.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "faults/fault_plan.h"
+#include "properties/checkers.h"
+#include "sim/world.h"
+#include "workloads/run_config.h"
+#include "workloads/runner.h"
+#include "workloads/workload.h"
+
+namespace durasim {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kSeed = 1;
+
+class NullSink final : public sim::TraceSink {
+ public:
+  void record(const json&) override {}
+};
+
+// Changes the `nth` event named `ev` (counting from 0) before the checkers see it.
+struct Mutation {
+  std::string ev;
+  int nth = 0;
+  std::function<void(json&)> change;
+};
+
+class MutatingObserver final : public sim::TraceSink {
+ public:
+  MutatingObserver(std::vector<std::unique_ptr<properties::Checker>> checkers, Mutation mutation)
+      : checkers_(std::move(checkers)), mutation_(std::move(mutation)) {}
+
+  void record(const json& event) override {
+    if (!mutation_.ev.empty() && event.value("ev", "") == mutation_.ev && seen_++ == mutation_.nth) {
+      json changed = event;
+      mutation_.change(changed);
+      applied_ = true;
+      forward(changed);
+      return;
+    }
+    forward(event);
+  }
+  void report(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const {
+    for (const auto& checker : checkers_) checker->report(tallies, properties::RunFacts{accounting});
+  }
+  bool applied() const { return applied_; }
+
+ private:
+  void forward(const json& event) {
+    for (const auto& checker : checkers_) checker->record(event);
+  }
+  std::vector<std::unique_ptr<properties::Checker>> checkers_;
+  Mutation mutation_;
+  int seen_ = 0;
+  bool applied_ = false;
+};
+
+struct Checked {
+  sim::Tallies tallies;
+  bool applied = false;
+  uint64_t violations(const std::string& id) const {
+    const auto found = tallies.by_id().find(id);
+    return found == tallies.by_id().end() ? 0 : found->second.violated;
+  }
+  std::string examples() const {
+    std::string out;
+    for (const auto& [id, tally] : tallies.by_id())
+      for (const std::string& example : tally.examples) out += id + ": " + example + "\n";
+    return out;
+  }
+};
+
+// The alarms workload, seed kSeed, no faults, its SCH and ALM checks behind `mutation`.
+Checked run(Mutation mutation = {}) {
+  workloads::RunConfig config;
+  config.workload = "alarms";
+  config.faults = "none";
+  NullSink sink;
+  sim::World world(config.start_time, sim::RandomSource::recording(kSeed), sink);
+  MutatingObserver observer(properties::make_checkers({{"SCH", "AlarmApp"}, {"ALM", "AlarmApp"}}, world.stores()), std::move(mutation));
+  world.observe(observer);
+  faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
+  const workloads::WorkloadInfo* info = workloads::find_workload("alarms");
+  auto workload = info->make(config.options);
+  Checked checked;
+  workloads::run_phases(world, plan, *workload, config, checked.tallies, [] { return true; });
+  observer.report(checked.tallies, plan.accounting());
+  checked.applied = observer.applied();
+  return checked;
+}
+
+TEST(AlarmChecks, TheUnmutatedStreamPassesEveryCheck) {
+  const Checked checked = run();
+  EXPECT_EQ(checked.tallies.violations(), 0u) << checked.examples();
+  for (const char* id : {"SCH-02", "SCH-03", "SCH-05", "SCH-06", "SCH-07", "SCH-09", "SCH-12", "ALM-08", "ALM-11", "ALM-13"})
+    EXPECT_GT(checked.tallies.by_id().at(id).checked, 0u) << id;
+}
+
+struct Case {
+  const char* name;
+  Mutation mutation;
+  const char* caught_by;
+};
+
+class AlarmCheckMutations : public testing::TestWithParam<Case> {};
+
+TEST_P(AlarmCheckMutations, AreCaughtByTheirInvariant) {
+  const Case& c = GetParam();
+  const Checked checked = run(c.mutation);
+  ASSERT_TRUE(checked.applied) << "the stream has no event to mutate";
+  EXPECT_GT(checked.violations(c.caught_by), 0u) << checked.examples();
+}
+
+const Case kCases[] = {
+    // A reconcile that wrote an alarm sooner than now + alarmMinDelayMs.
+    {"ReconcileWritesTooEarly", {"sch.reconcile", 0, [](json& e) { e["written"] = e["now"]; }}, "SCH-03"},
+    // The after-commit step of a reconcile that never committed.
+    {"DurableStepOfAnUncommittedReconcile", {"sch.reconcile.durable", 3, [](json& e) { e["reconciled_at"] = 1; }}, "SCH-05"},
+    // An early timer that fires before its time.
+    {"TimerFiresEarly", {"sch.timer.fire", 0, [](json& e) { e["now"] = e["next"].get<int64_t>() - 1; }}, "SCH-06"},
+    // A permit released that was never acquired.
+    {"ReleaseOfAPermitNotHeld", {"sch.permit", 1, [](json& e) { e["permit"] = 999; }}, "SCH-07"},
+    // A second participant of one kind accepted.
+    {"SecondParticipantAccepted", {"sch.participant", 0, [](json& e) { e["accepted"] = false; }}, "SCH-09"},
+    // migrate(latest) on a migrated store changed the schema.
+    {"MigrateOnAMigratedStoreApplies", {"app.migrate", 0, [](json& e) { e["applied"] = 1; }}, "SCH-12"},
+    // The stored alarm after a commit is not the one its reconcile computed.
+    {"CommitLeavesAnotherAlarm", {"commit", 1, [](json& e) { e["alarm"] = 1; }}, "SCH-02"},
+    // A purge that reports another count than the rows it removed: the check reads the store.
+    {"PurgeCountDisagreesWithTheRows", {"alm.purge.write", 0, [](json& e) { e["count"] = 7; }}, "ALM-10"},
+    // A malformed probe is a violation, not a crash.
+    {"MalformedClaim", {"alm.claim", 0, [](json& e) { e.erase("attempt"); }}, "ALM-13"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Stream, AlarmCheckMutations, testing::ValuesIn(kCases), [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace durasim
