@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "engine/alarms_events.h"
+#include "engine/alarms_schema.h"
 #include "engine/conventions.h"
 #include "engine/errors.h"
 
@@ -11,8 +13,8 @@ namespace durasim {
 
 namespace {
 const std::vector<Migration> kAlarmMigrations = {
-    {"durability_0003_create_alarms",
-     "CREATE TABLE durability_alarms ("
+    {DURASIM_ALARMS_MIGRATION,
+     "CREATE TABLE " DURASIM_ALARMS " ("
      " name TEXT PRIMARY KEY,"
      " generation_id TEXT NOT NULL,"
      " status TEXT NOT NULL CHECK (status IN ('pending', 'failed')),"
@@ -22,9 +24,9 @@ const std::vector<Migration> kAlarmMigrations = {
      " last_error TEXT,"
      " last_error_name TEXT,"
      " created_at INTEGER NOT NULL);"
-     "CREATE INDEX durability_alarms_pending_idx ON durability_alarms (status, next_attempt_at);"
-     "CREATE INDEX durability_alarms_created_idx ON durability_alarms (created_at);",
-     "DROP TABLE IF EXISTS durability_alarms;"}};
+     "CREATE INDEX durability_alarms_pending_idx ON " DURASIM_ALARMS " (status, next_attempt_at);"
+     "CREATE INDEX durability_alarms_created_idx ON " DURASIM_ALARMS " (created_at);",
+     "DROP TABLE IF EXISTS " DURASIM_ALARMS ";"}};
 
 std::string inQuotes(const std::string& name) { return "\"" + name + "\""; }
 
@@ -83,19 +85,19 @@ Task<void> DurabilityAlarms::schedule(std::string name, int64_t scheduledTime) {
   if (!isSafeNonNegative(scheduledTime)) throw RangeError("scheduledTime must be a non-negative safe integer");
   const std::string generation = ctx_.random.uuid();
   const int64_t now = ctx_.clock.now();
-  ctx_.probe("alm.schedule.begin", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
+  ctx_.probe(alarms_events::kScheduleBegin, {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
   co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     txn.sql.exec(
-        "INSERT INTO durability_alarms (name, generation_id, status, scheduled_at, next_attempt_at, attempt,"
+        "INSERT INTO " DURASIM_ALARMS " (name, generation_id, status, scheduled_at, next_attempt_at, attempt,"
         " last_error, last_error_name, created_at) VALUES (?, ?, 'pending', ?, ?, 0, NULL, NULL, ?)"
         " ON CONFLICT (name) DO UPDATE SET generation_id = excluded.generation_id, status = 'pending',"
         " scheduled_at = excluded.scheduled_at, next_attempt_at = excluded.next_attempt_at, attempt = 0,"
         " last_error = NULL, last_error_name = NULL, created_at = excluded.created_at",
         name, generation, scheduledTime, scheduledTime, now);
-    ctx_.probe("alm.schedule.write", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
+    ctx_.probe(alarms_events::kScheduleWrite, {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
     txn.reconcile();
   });
-  ctx_.probe("alm.schedule", {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
+  ctx_.probe(alarms_events::kSchedule, {{"name", name}, {"generation", generation}, {"scheduled", scheduledTime}, {"created_at", now}});
   LifecycleEvent event;
   event.type = LifecycleType::scheduled;
   event.name = event.id = name;
@@ -104,14 +106,14 @@ Task<void> DurabilityAlarms::schedule(std::string name, int64_t scheduledTime) {
 }
 
 Task<bool> DurabilityAlarms::cancel(std::string name) {
-  ctx_.probe("alm.cancel.begin", {{"name", name}});
+  ctx_.probe(alarms_events::kCancelBegin, {{"name", name}});
   const bool deleted = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
-    const bool any = txn.sql.exec("DELETE FROM durability_alarms WHERE name = ?", name).rowsWritten() > 0;
-    ctx_.probe("alm.cancel.write", {{"name", name}, {"deleted", any}});
+    const bool any = txn.sql.exec("DELETE FROM " DURASIM_ALARMS " WHERE name = ?", name).rowsWritten() > 0;
+    ctx_.probe(alarms_events::kCancelWrite, {{"name", name}, {"deleted", any}});
     txn.reconcile();
     return any;
   });
-  ctx_.probe("alm.cancel", {{"name", name}, {"deleted", deleted}});
+  ctx_.probe(alarms_events::kCancel, {{"name", name}, {"deleted", deleted}});
   co_return deleted;
 }
 
@@ -120,14 +122,14 @@ Task<int64_t> DurabilityAlarms::purgeBefore(int64_t before) {
   for (auto& [name, active] : active_)
     if (active->createdAt < before)
       active->abort.abort(std::make_exception_ptr(DurabilityError("Durable alarm " + inQuotes(name) + " was purged")));
-  ctx_.probe("alm.purge.begin", {{"before", before}});
+  ctx_.probe(alarms_events::kPurgeBegin, {{"before", before}});
   const int64_t count = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
-    const int64_t n = txn.sql.exec("DELETE FROM durability_alarms WHERE created_at < ?", before).rowsWritten();
-    ctx_.probe("alm.purge.write", {{"before", before}, {"count", n}});
+    const int64_t n = txn.sql.exec("DELETE FROM " DURASIM_ALARMS " WHERE created_at < ?", before).rowsWritten();
+    ctx_.probe(alarms_events::kPurgeWrite, {{"before", before}, {"count", n}});
     txn.reconcile();
     return n;
   });
-  ctx_.probe("alm.purge", {{"before", before}, {"count", count}});
+  ctx_.probe(alarms_events::kPurge, {{"before", before}, {"count", count}});
   LifecycleEvent event;
   event.type = LifecycleType::purged;
   event.before = before;
@@ -140,7 +142,7 @@ Task<int64_t> DurabilityAlarms::purgeBefore(int64_t before) {
 // Participant (scheduler.md 3.1, 6.3)
 
 std::optional<int64_t> DurabilityAlarms::nextPendingAt(StorageTxn& txn) {
-  return txn.exec("SELECT MIN(next_attempt_at) AS next FROM durability_alarms WHERE status = 'pending'")
+  return txn.exec("SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'")
       .one()
       .optInt64("next");
 }
@@ -148,7 +150,7 @@ std::optional<int64_t> DurabilityAlarms::nextPendingAt(StorageTxn& txn) {
 Task<void> DurabilityAlarms::runDue(int64_t startedAt, std::optional<AlarmInvocationInfo> info) {
   std::vector<Row> rows;
   for (const SqlRow& r : ctx_.storage
-                             .exec("SELECT name, generation_id, created_at, scheduled_at FROM durability_alarms"
+                             .exec("SELECT name, generation_id, created_at, scheduled_at FROM " DURASIM_ALARMS
                                    " WHERE status = 'pending' AND next_attempt_at <= ?"
                                    " ORDER BY next_attempt_at, name LIMIT ?",
                                    startedAt, kAlarmPassLimit)
@@ -167,7 +169,7 @@ Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationIn
   }
   std::optional<SqlRow> fresh =
       ctx_.storage
-          .exec("SELECT generation_id, status, next_attempt_at, created_at, scheduled_at FROM durability_alarms"
+          .exec("SELECT generation_id, status, next_attempt_at, created_at, scheduled_at FROM " DURASIM_ALARMS
                 " WHERE name = ?",
                 listed.name)
           .next();
@@ -194,7 +196,7 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
   std::optional<SqlRow> claimed;
   try {
     claimed = ctx_.storage
-                  .exec("UPDATE durability_alarms SET attempt = attempt + 1 WHERE name = ? AND generation_id = ?"
+                  .exec("UPDATE " DURASIM_ALARMS " SET attempt = attempt + 1 WHERE name = ? AND generation_id = ?"
                         " AND status = 'pending' AND attempt < ? RETURNING attempt",
                         row.name, row.generation, policy.retry.maxAttempts)
                   .next();
@@ -204,7 +206,7 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
       finish(active, permit);
       co_return;
     }
-    ctx_.probe("alm.claim", {{"name", row.name}, {"generation", row.generation}, {"attempt", claimed->int64("attempt")},
+    ctx_.probe(alarms_events::kClaim, {{"name", row.name}, {"generation", row.generation}, {"attempt", claimed->int64("attempt")},
                              {"now", ctx_.clock.now()}, {"max_attempts", policy.retry.maxAttempts}});
     co_await ctx_.storage.sync();
   } catch (...) {
@@ -237,7 +239,7 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
     failure = std::make_exception_ptr(NonRetryableError("No named alarm handler registered for " + inQuotes(row.name)));
     active->handlerSettled = true;
   } else {
-    ctx_.probe("alm.invoke", {{"name", row.name},
+    ctx_.probe(alarms_events::kInvoke, {{"name", row.name},
                               {"generation", row.generation},
                               {"attempt", attempt},
                               {"key", alarmInfo.idempotencyKey},
@@ -252,7 +254,7 @@ Task<void> DurabilityAlarms::runAttempt(Row row, std::optional<AlarmInvocationIn
     } else {
       failure = std::make_exception_ptr(DurableAlarmTimeoutError(row.name, policy.retry.attemptTimeoutMs));
       active->abort.abort(failure);
-      ctx_.probe("alm.timeout", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}});
+      ctx_.probe(alarms_events::kTimeout, {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}});
     }
   }
 
@@ -281,7 +283,7 @@ Task<void> DurabilityAlarms::runHandler(DurableAlarmHandler handler, DurableAlar
     active->handlerError = std::current_exception();
   }
   active->handlerSettled = true;
-  ctx_.probe("alm.handler.end", {{"name", info.name}, {"attempt", info.attempt}, {"key", info.idempotencyKey},
+  ctx_.probe(alarms_events::kHandlerEnd, {{"name", info.name}, {"attempt", info.attempt}, {"key", info.idempotencyKey},
                                  {"failed", active->handlerError != nullptr}});
   active->handlerDone->set();
 }
@@ -293,7 +295,7 @@ Task<void> DurabilityAlarms::releaseAfterHandler(std::shared_ptr<Active> active,
 
 void DurabilityAlarms::finish(const std::shared_ptr<Active>& active, Permit& permit) {
   permit.release();
-  ctx_.probe("alm.release", {{"name", active->name}, {"generation", active->generation}});
+  ctx_.probe(alarms_events::kRelease, {{"name", active->name}, {"generation", active->generation}});
   // Only if the name still holds this entry (scheduler.md 5.1 step 8).
   if (auto it = active_.find(active->name); it != active_.end() && it->second == active) active_.erase(it);
   active->settled->set();
@@ -301,11 +303,11 @@ void DurabilityAlarms::finish(const std::shared_ptr<Active>& active, Permit& per
 
 void DurabilityAlarms::settleSuccess(const Row& row, int64_t attempt, int64_t durationMs) {
   const bool matched = ctx_.storage
-                           .exec("DELETE FROM durability_alarms WHERE name = ? AND generation_id = ? AND attempt = ?"
+                           .exec("DELETE FROM " DURASIM_ALARMS " WHERE name = ? AND generation_id = ? AND attempt = ?"
                                  " AND status = 'pending'",
                                  row.name, row.generation, attempt)
                            .rowsWritten() > 0;
-  ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt},
+  ctx_.probe(alarms_events::kWrite, {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt},
                            {"write", "delete"}, {"matched", matched}});
   if (!matched) return;
   LifecycleEvent event;
@@ -326,17 +328,17 @@ Task<void> DurabilityAlarms::settleFailure(Row row, int64_t attempt, Policy poli
   const char* status = decision.terminal ? "failed" : "pending";
   const bool matched = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     const bool any = txn.sql
-                         .exec("UPDATE durability_alarms SET status = ?, next_attempt_at = ?, last_error = ?,"
+                         .exec("UPDATE " DURASIM_ALARMS " SET status = ?, next_attempt_at = ?, last_error = ?,"
                                " last_error_name = ? WHERE name = ? AND generation_id = ? AND attempt = ?"
                                " AND status = 'pending'",
                                status, decision.nextAttemptAt, error.message, error.name, row.name, row.generation, attempt)
                          .rowsWritten() > 0;
-    ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}, {"write", "failure"},
+    ctx_.probe(alarms_events::kWrite, {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}, {"write", "failure"},
                              {"matched", any}, {"status", status}});
     txn.reconcile();
     return any;
   });
-  ctx_.probe("alm.settle", {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}, {"write", "failure"},
+  ctx_.probe(alarms_events::kSettle, {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt}, {"write", "failure"},
                             {"matched", matched}, {"terminal", decision.terminal}, {"now", now},
                             {"next_attempt_at", decision.nextAttemptAt}, {"error_name", error.name},
                             {"max_attempts", policy.retry.maxAttempts}, {"retry_timeouts", policy.retryTimeouts}});
@@ -353,7 +355,7 @@ Task<void> DurabilityAlarms::settleFailure(Row row, int64_t attempt, Policy poli
 
 Task<void> DurabilityAlarms::exhaust(Row row, Policy policy) {
   std::optional<SqlRow> current =
-      ctx_.storage.exec("SELECT generation_id, status, attempt FROM durability_alarms WHERE name = ?", row.name).next();
+      ctx_.storage.exec("SELECT generation_id, status, attempt FROM " DURASIM_ALARMS " WHERE name = ?", row.name).next();
   if (!current || current->text("generation_id") != row.generation || current->text("status") != "pending" ||
       current->int64("attempt") < policy.retry.maxAttempts)
     co_return;
@@ -362,17 +364,17 @@ Task<void> DurabilityAlarms::exhaust(Row row, Policy policy) {
   const std::string message = error.what();
   const bool matched = co_await engine_.transaction("alarms", [&](EngineTxn& txn) {
     const bool any = txn.sql
-                         .exec("UPDATE durability_alarms SET status = 'failed', next_attempt_at = ?, last_error = ?,"
+                         .exec("UPDATE " DURASIM_ALARMS " SET status = 'failed', next_attempt_at = ?, last_error = ?,"
                                " last_error_name = 'DurableAttemptsExhaustedError' WHERE name = ? AND generation_id = ?"
                                " AND status = 'pending' AND attempt >= ?",
                                now, message, row.name, row.generation, policy.retry.maxAttempts)
                          .rowsWritten() > 0;
-    ctx_.probe("alm.write", {{"name", row.name}, {"generation", row.generation}, {"attempt", current->int64("attempt")},
+    ctx_.probe(alarms_events::kWrite, {{"name", row.name}, {"generation", row.generation}, {"attempt", current->int64("attempt")},
                              {"write", "exhaust"}, {"matched", any}, {"status", "failed"}});
     txn.reconcile();
     return any;
   });
-  ctx_.probe("alm.settle", {{"name", row.name}, {"generation", row.generation}, {"attempt", current->int64("attempt")},
+  ctx_.probe(alarms_events::kSettle, {{"name", row.name}, {"generation", row.generation}, {"attempt", current->int64("attempt")},
                             {"write", "exhaust"}, {"matched", matched}, {"max_attempts", policy.retry.maxAttempts}});
   if (!matched) co_return;
   LifecycleEvent event;

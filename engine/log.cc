@@ -11,7 +11,9 @@
 
 #include "engine/conventions.h"
 #include "engine/errors.h"
+#include "engine/log_events.h"
 #include "engine/log_internal.h"
+#include "engine/log_schema.h"
 
 namespace durasim {
 
@@ -21,43 +23,43 @@ using log_detail::readBounds;
 namespace {
 
 const std::vector<Migration> kLogMigrations = {
-    {"durability_0006_create_log",
-     "CREATE TABLE durability_log_records ("
+    {DURASIM_LOG_MIGRATION,
+     "CREATE TABLE " DURASIM_LOG_RECORDS " ("
      " \"offset\" INTEGER PRIMARY KEY,"
      " dedup_key TEXT NOT NULL UNIQUE,"
      " payload TEXT NOT NULL,"
      " bytes INTEGER NOT NULL,"
      " appended_at INTEGER NOT NULL);"
-     "CREATE INDEX durability_log_records_appended_idx ON durability_log_records (appended_at, \"offset\");"
-     "CREATE TABLE durability_log_cursors ("
+     "CREATE INDEX durability_log_records_appended_idx ON " DURASIM_LOG_RECORDS " (appended_at, \"offset\");"
+     "CREATE TABLE " DURASIM_LOG_CURSORS " ("
      " consumer TEXT PRIMARY KEY,"
      " \"offset\" INTEGER NOT NULL,"
      " committed_at INTEGER NOT NULL);"
-     "CREATE TABLE durability_log_segments ("
+     "CREATE TABLE " DURASIM_LOG_SEGMENTS " ("
      " first_offset INTEGER PRIMARY KEY,"
      " last_offset INTEGER NOT NULL,"
      " locator TEXT NOT NULL,"
      " bytes INTEGER NOT NULL,"
      " flushed_at INTEGER NOT NULL);"
-     "CREATE TABLE durability_log_seq ("
+     "CREATE TABLE " DURASIM_LOG_SEQ " ("
      " id INTEGER PRIMARY KEY CHECK (id = 1),"
      " next_offset INTEGER NOT NULL,"
      " total_bytes INTEGER NOT NULL);"
-     "INSERT INTO durability_log_seq (id, next_offset, total_bytes) VALUES (1, 0, 0);"
-     "CREATE TABLE durability_log_flush ("
+     "INSERT INTO " DURASIM_LOG_SEQ " (id, next_offset, total_bytes) VALUES (1, 0, 0);"
+     "CREATE TABLE " DURASIM_LOG_FLUSH " ("
      " id INTEGER PRIMARY KEY CHECK (id = 1),"
      " first_offset INTEGER NOT NULL,"
      " last_offset INTEGER NOT NULL,"
      " created_at INTEGER NOT NULL);",
-     "DROP TABLE IF EXISTS durability_log_flush;"
-     "DROP TABLE IF EXISTS durability_log_seq;"
-     "DROP TABLE IF EXISTS durability_log_segments;"
-     "DROP TABLE IF EXISTS durability_log_cursors;"
-     "DROP TABLE IF EXISTS durability_log_records;"}};
+     "DROP TABLE IF EXISTS " DURASIM_LOG_FLUSH ";"
+     "DROP TABLE IF EXISTS " DURASIM_LOG_SEQ ";"
+     "DROP TABLE IF EXISTS " DURASIM_LOG_SEGMENTS ";"
+     "DROP TABLE IF EXISTS " DURASIM_LOG_CURSORS ";"
+     "DROP TABLE IF EXISTS " DURASIM_LOG_RECORDS ";"}};
 
 const std::vector<Migration> kLogLeaseMigrations = {
-    {"durability_0007_create_log_leases",
-     "CREATE TABLE durability_log_leases ("
+    {DURASIM_LOG_LEASES_MIGRATION,
+     "CREATE TABLE " DURASIM_LOG_LEASES " ("
      " batch_id TEXT PRIMARY KEY,"
      " consumer TEXT NOT NULL,"
      " first_offset INTEGER NOT NULL,"
@@ -66,13 +68,13 @@ const std::vector<Migration> kLogLeaseMigrations = {
      " attempt INTEGER NOT NULL,"
      " expires_at INTEGER NOT NULL,"
      " created_at INTEGER NOT NULL);"
-     "CREATE INDEX durability_log_leases_claim_idx ON durability_log_leases (consumer, state, expires_at, first_offset);"
-     "CREATE INDEX durability_log_leases_order_idx ON durability_log_leases (consumer, first_offset);"
-     "CREATE TABLE durability_log_allocations ("
+     "CREATE INDEX durability_log_leases_claim_idx ON " DURASIM_LOG_LEASES " (consumer, state, expires_at, first_offset);"
+     "CREATE INDEX durability_log_leases_order_idx ON " DURASIM_LOG_LEASES " (consumer, first_offset);"
+     "CREATE TABLE " DURASIM_LOG_ALLOCATIONS " ("
      " consumer TEXT PRIMARY KEY,"
      " allocated_offset INTEGER NOT NULL);",
-     "DROP TABLE IF EXISTS durability_log_allocations;"
-     "DROP TABLE IF EXISTS durability_log_leases;"}};
+     "DROP TABLE IF EXISTS " DURASIM_LOG_ALLOCATIONS ";"
+     "DROP TABLE IF EXISTS " DURASIM_LOG_LEASES ";"}};
 
 constexpr char kLogCapability[] = "log";
 constexpr char kLeaseCapability[] = "logLeases";
@@ -135,7 +137,7 @@ DurabilityLog::DurabilityLog(DurabilityScheduler& scheduler, LogOptions options)
   if (!routing_) routing_ = &ownRouting_.emplace(ctx_.clock);
   migrate(ctx_.storage, MigrationTarget::latest());
   if (options_.leases) durasim::migrate(ctx_.storage, kLeaseCapability, kLogLeaseMigrations, MigrationTarget::latest());
-  ctx_.probe("log.options", describeOptions(options_));
+  ctx_.probe(log_events::kOptions, describeOptions(options_));
 }
 
 const std::vector<Migration>& DurabilityLog::migrations() { return kLogMigrations; }
@@ -201,7 +203,7 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
   }
   if (rejection) {
     const ErrorInfo error = serializeError(std::make_exception_ptr(LogAppendError(*rejection)));
-    ctx_.probe("log.append.rejected", {{"message", error.message}});
+    ctx_.probe(log_events::kAppendRejected, {{"message", error.message}});
     LoadSnapshot snapshot = co_await load();
     co_return Result::rejected(error, std::move(snapshot));
   }
@@ -220,34 +222,34 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
     for (const std::string& key : keys) {
       if (looked.count(key)) continue;
       looked[key] = true;
-      std::optional<SqlRow> hit = txn.exec("SELECT \"offset\" FROM durability_log_records WHERE dedup_key = ?", key).next();
+      std::optional<SqlRow> hit = txn.exec("SELECT \"offset\" FROM " DURASIM_LOG_RECORDS " WHERE dedup_key = ?", key).next();
       if (hit)
         offsetOf[key] = hit->int64("offset");
       else
         fresh.push_back(key);
     }
-    const int64_t first = txn.exec("SELECT next_offset FROM durability_log_seq WHERE id = 1").one().int64("next_offset");
+    const int64_t first = txn.exec("SELECT next_offset FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("next_offset");
     int64_t next = first;
     if (!fresh.empty()) {
       int64_t added = 0;
       for (const std::string& key : fresh) {
         const std::string& payload = payloads[last[key]];
         const int64_t bytes = static_cast<int64_t>(payload.size());
-        txn.exec("INSERT INTO durability_log_records (\"offset\", dedup_key, payload, bytes, appended_at) VALUES (?, ?, ?, ?, ?)",
+        txn.exec("INSERT INTO " DURASIM_LOG_RECORDS " (\"offset\", dedup_key, payload, bytes, appended_at) VALUES (?, ?, ?, ?, ?)",
                  next, key, payload, bytes, now);
         offsetOf[key] = next++;
         added += bytes;
       }
-      txn.exec("UPDATE durability_log_seq SET next_offset = ?, total_bytes = total_bytes + ? WHERE id = 1", next, added);
+      txn.exec("UPDATE " DURASIM_LOG_SEQ " SET next_offset = ?, total_bytes = total_bytes + ? WHERE id = 1", next, added);
     }
     std::vector<int64_t> out, bytes;
     for (const std::string& key : keys) out.push_back(offsetOf.at(key));
     for (const std::string& payload : payloads) bytes.push_back(static_cast<int64_t>(payload.size()));
-    ctx_.probe("log.append.write", {{"keys", keys}, {"offsets", out}, {"new", fresh.size()}, {"first", first},
+    ctx_.probe(log_events::kAppendWrite, {{"keys", keys}, {"offsets", out}, {"new", fresh.size()}, {"first", first},
                                     {"next", next}, {"bytes", bytes}, {"at", now}});
     return out;
   });
-  ctx_.probe("log.append", {{"keys", keys}, {"offsets", offsets}});
+  ctx_.probe(log_events::kAppend, {{"keys", keys}, {"offsets", offsets}});
   LoadSnapshot snapshot = co_await load();
   co_return Result::ok(std::move(offsets), std::move(snapshot));
 }
@@ -294,12 +296,12 @@ Task<LogPage> DurabilityLog::read(int64_t from, std::optional<int64_t> limit) {
                            {"lag", page.lag},      {"oldest", b.oldest},
                            {"hot", b.hot},         {"next", b.next}};
   log_detail::describeRecords(fields, page.records);
-  ctx_.probe("log.read", std::move(fields));
+  ctx_.probe(log_events::kRead, std::move(fields));
   co_return page;
 }
 
 void DurabilityLog::throwReadTruncated(int64_t from, int64_t requested, int64_t oldest) {
-  ctx_.probe("log.read.truncated", {{"from", from}, {"requested", requested}, {"oldest", oldest}});
+  ctx_.probe(log_events::kReadTruncated, {{"from", from}, {"requested", requested}, {"oldest", oldest}});
   throw LogTruncatedError(requested, oldest);
 }
 
@@ -315,13 +317,13 @@ Task<void> DurabilityLog::commit(std::string consumer, int64_t offset) {
   const int64_t now = ctx_.clock.now();
   co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const bool moved = log_detail::moveCursorForward(txn, consumer, offset, now);
-    ctx_.probe("log.commit.write", {{"consumer", consumer}, {"offset", offset}, {"moved", moved}});
+    ctx_.probe(log_events::kCommitWrite, {{"consumer", consumer}, {"offset", offset}, {"moved", moved}});
   });
 }
 
 Task<std::map<std::string, int64_t>> DurabilityLog::cursors() {
   std::map<std::string, int64_t> out;
-  for (const SqlRow& row : ctx_.storage.exec("SELECT consumer, \"offset\" FROM durability_log_cursors ORDER BY consumer").toVector())
+  for (const SqlRow& row : ctx_.storage.exec("SELECT consumer, \"offset\" FROM " DURASIM_LOG_CURSORS " ORDER BY consumer").toVector())
     out[row.text("consumer")] = row.int64("offset");
   co_return out;
 }
@@ -357,10 +359,10 @@ Task<int64_t> DurabilityLog::trim() {
     DurabilityLog* log;
     ~Unlock() { log->unlockTrim(); }
   } unlock{this};
-  ctx_.probe("log.trim.begin", {{"now", ctx_.clock.now()}});
+  ctx_.probe(log_events::kTrimBegin, {{"now", ctx_.clock.now()}});
   Task<int64_t> running = trimLocked();
   const int64_t removed = co_await running;
-  ctx_.probe("log.trim.end", {{"removed", removed}, {"now", ctx_.clock.now()}});
+  ctx_.probe(log_events::kTrimEnd, {{"removed", removed}, {"now", ctx_.clock.now()}});
   co_return removed;
 }
 
@@ -388,13 +390,13 @@ Task<int64_t> DurabilityLog::trimLocked() {
     bool fromIntent = false;
     if (options_.cold) {
       std::optional<SqlRow> intent =
-          ctx_.storage.exec("SELECT first_offset, last_offset FROM durability_log_flush WHERE id = 1").next();
+          ctx_.storage.exec("SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH " WHERE id = 1").next();
       if (intent) {
         fromIntent = true;
         first = intent->int64("first_offset");
         last = intent->int64("last_offset");
         for (const SqlRow& row : ctx_.storage
-                                     .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM durability_log_records"
+                                     .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
                                            " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
                                            first, last)
                                      .toVector())
@@ -403,14 +405,14 @@ Task<int64_t> DurabilityLog::trimLocked() {
     }
     if (!fromIntent) {
       const std::vector<SqlRow> oldest = ctx_.storage
-                                             .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM durability_log_records"
+                                             .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
                                                    " ORDER BY \"offset\" LIMIT ?",
                                                    options_.maxBatchSize)
                                              .toVector();
       if (oldest.empty()) co_return removed;
       SqlRow totals = ctx_.storage
-                          .exec("SELECT (SELECT COUNT(*) FROM durability_log_records) AS n,"
-                                " (SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total")
+                          .exec("SELECT (SELECT COUNT(*) FROM " DURASIM_LOG_RECORDS ") AS n,"
+                                " (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total")
                           .one();
       const int64_t excess = r.maxRecords ? std::max<int64_t>(0, totals.int64("n") - *r.maxRecords) : 0;
       int64_t over = r.maxBytes ? std::max<int64_t>(0, totals.int64("total") - *r.maxBytes) : 0;
@@ -430,13 +432,13 @@ Task<int64_t> DurabilityLog::trimLocked() {
     // Deletes the hot rows in [first, last] and lowers total_bytes by their bytes (floored at 0).
     auto deleteHot = [first, last](StorageTxn& txn) {
       const int64_t bytes =
-          txn.exec("SELECT COALESCE(SUM(bytes), 0) AS b FROM durability_log_records WHERE \"offset\" >= ? AND \"offset\" <= ?",
+          txn.exec("SELECT COALESCE(SUM(bytes), 0) AS b FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?",
                    first, last)
               .one()
               .int64("b");
       const int64_t deleted =
-          txn.exec("DELETE FROM durability_log_records WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last).rowsWritten();
-      txn.exec("UPDATE durability_log_seq SET total_bytes = MAX(0, total_bytes - ?) WHERE id = 1", bytes);
+          txn.exec("DELETE FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last).rowsWritten();
+      txn.exec("UPDATE " DURASIM_LOG_SEQ " SET total_bytes = MAX(0, total_bytes - ?) WHERE id = 1", bytes);
       return deleted;
     };
 
@@ -445,15 +447,15 @@ Task<int64_t> DurabilityLog::trimLocked() {
       // 3. Without cold: one transaction.
       deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
         const int64_t n = deleteHot(txn);
-        ctx_.probe("log.trim.delete", {{"first", first}, {"last", last}, {"deleted", n}});
+        ctx_.probe(log_events::kTrimDelete, {{"first", first}, {"last", last}, {"deleted", n}});
         return n;
       });
     } else {
       // 4. Flush intent, unless resuming one.
       if (!fromIntent) {
         co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-          txn.exec("INSERT INTO durability_log_flush (id, first_offset, last_offset, created_at) VALUES (1, ?, ?, ?)", first, last, now);
-          ctx_.probe("log.trim.intent", {{"first", first}, {"last", last}});
+          txn.exec("INSERT INTO " DURASIM_LOG_FLUSH " (id, first_offset, last_offset, created_at) VALUES (1, ?, ?, ?)", first, last, now);
+          ctx_.probe(log_events::kTrimIntent, {{"first", first}, {"last", last}});
         });
       }
       // 5. cold.write; an exception (or an empty locator) leaves the records hot and the intent kept.
@@ -467,24 +469,24 @@ Task<int64_t> DurabilityLog::trimLocked() {
       }
       nlohmann::json described = {{"first", first}, {"last", last}};
       log_detail::describeRecords(described, segment.records);
-      ctx_.probe("log.cold.write", std::move(described));
+      ctx_.probe(log_events::kColdWrite, std::move(described));
       std::string locator;
       try {
         Task<std::string> writing = options_.cold->write(segment);
         locator = co_await writing;
         if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
       } catch (const std::exception& e) {
-        ctx_.probe("log.cold.failed", {{"first", first}, {"last", last}, {"message", e.what()}});
+        ctx_.probe(log_events::kColdFailed, {{"first", first}, {"last", last}, {"message", e.what()}});
         throw;
       }
       deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-        txn.exec("INSERT INTO durability_log_segments (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
+        txn.exec("INSERT INTO " DURASIM_LOG_SEGMENTS " (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
                  " ON CONFLICT(first_offset) DO UPDATE SET last_offset = excluded.last_offset, locator = excluded.locator,"
                  " bytes = excluded.bytes, flushed_at = excluded.flushed_at",
                  first, last, locator, segmentBytes, now);
         const int64_t n = deleteHot(txn);
-        txn.exec("DELETE FROM durability_log_flush WHERE id = 1");
-        ctx_.probe("log.trim.flush", {{"first", first}, {"last", last}, {"locator", locator}, {"deleted", n}});
+        txn.exec("DELETE FROM " DURASIM_LOG_FLUSH " WHERE id = 1");
+        ctx_.probe(log_events::kTrimFlush, {{"first", first}, {"last", last}, {"locator", locator}, {"deleted", n}});
         return n;
       });
     }
@@ -498,8 +500,8 @@ Task<int64_t> DurabilityLog::trimLocked() {
 Task<int64_t> DurabilityLog::forgetColdBefore(int64_t offset) {
   if (offset < 0) throw LogAppendError("Offset must be a non-negative integer");
   const int64_t forgotten = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const int64_t n = txn.exec("DELETE FROM durability_log_segments WHERE last_offset < ?", offset).rowsWritten();
-    ctx_.probe("log.forget.write", {{"offset", offset}, {"forgotten", n}});
+    const int64_t n = txn.exec("DELETE FROM " DURASIM_LOG_SEGMENTS " WHERE last_offset < ?", offset).rowsWritten();
+    ctx_.probe(log_events::kForgetWrite, {{"offset", offset}, {"forgotten", n}});
     return n;
   });
   co_return forgotten;
@@ -510,12 +512,12 @@ Task<int64_t> DurabilityLog::forgetColdBefore(int64_t offset) {
 
 Task<LoadSnapshot> DurabilityLog::load() {
   SqlRow row = ctx_.storage
-                   .exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
-                         " (SELECT MIN(\"offset\") FROM durability_log_cursors) AS low")
+                   .exec("SELECT (SELECT next_offset FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS next,"
+                         " (SELECT MIN(\"offset\") FROM " DURASIM_LOG_CURSORS ") AS low")
                    .one();
   const std::optional<int64_t> low = row.optInt64("low");
   const int64_t backlog = low ? std::max<int64_t>(0, row.int64("next") - *low) : 0;
-  ctx_.probe("log.load", {{"pendingDeliveries", backlog}});
+  ctx_.probe(log_events::kLoad, {{"pendingDeliveries", backlog}});
   co_return routing_->snapshot(backlog);
 }
 

@@ -12,6 +12,7 @@
 
 #include "engine/conventions.h"
 #include "engine/log.h"
+#include "engine/log_schema.h"
 #include "engine/runtime.h"
 
 namespace durasim::log_detail {
@@ -24,9 +25,9 @@ struct Bounds {
 // `sql` is the object's storage or an open transaction.
 template <class Sql>
 Bounds readBounds(Sql& sql) {
-  SqlRow row = sql.exec("SELECT (SELECT next_offset FROM durability_log_seq WHERE id = 1) AS next,"
-                        " (SELECT MIN(\"offset\") FROM durability_log_records) AS hot,"
-                        " (SELECT MIN(first_offset) FROM durability_log_segments) AS seg")
+  SqlRow row = sql.exec("SELECT (SELECT next_offset FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS next,"
+                        " (SELECT MIN(\"offset\") FROM " DURASIM_LOG_RECORDS ") AS hot,"
+                        " (SELECT MIN(first_offset) FROM " DURASIM_LOG_SEGMENTS ") AS seg")
                    .one();
   const int64_t next = row.int64("next");
   const int64_t hot = row.optInt64("hot").value_or(next);
@@ -37,16 +38,16 @@ Bounds readBounds(Sql& sql) {
 // log.md 5: the stored cursor of `consumer`, or nullopt before its first commit.
 template <class Sql>
 std::optional<int64_t> storedCursor(Sql& sql, const std::string& consumer) {
-  std::optional<SqlRow> row = sql.exec("SELECT \"offset\" FROM durability_log_cursors WHERE consumer = ?", consumer).next();
+  std::optional<SqlRow> row = sql.exec("SELECT \"offset\" FROM " DURASIM_LOG_CURSORS " WHERE consumer = ?", consumer).next();
   return row ? std::optional<int64_t>(row->int64("offset")) : std::nullopt;
 }
 
 // log.md 5: the forward-only cursor upsert shared by commit() and the lease advance; returns
 // whether the cursor moved.
 inline bool moveCursorForward(StorageTxn& txn, const std::string& consumer, int64_t offset, int64_t now) {
-  return txn.exec("INSERT INTO durability_log_cursors (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
+  return txn.exec("INSERT INTO " DURASIM_LOG_CURSORS " (consumer, \"offset\", committed_at) VALUES (?, ?, ?)"
                   " ON CONFLICT(consumer) DO UPDATE SET \"offset\" = excluded.\"offset\", committed_at = excluded.committed_at"
-                  " WHERE excluded.\"offset\" > durability_log_cursors.\"offset\"",
+                  " WHERE excluded.\"offset\" > " DURASIM_LOG_CURSORS ".\"offset\"",
                   consumer, offset, now)
              .rowsWritten() > 0;
 }
@@ -55,7 +56,7 @@ inline bool moveCursorForward(StorageTxn& txn, const std::string& consumer, int6
 template <class Sql>
 std::optional<SqlRow> segmentHolding(Sql& sql, int64_t offset) {
   return sql
-      .exec("SELECT first_offset, last_offset, locator FROM durability_log_segments"
+      .exec("SELECT first_offset, last_offset, locator FROM " DURASIM_LOG_SEGMENTS
             " WHERE first_offset <= ? AND last_offset >= ? ORDER BY first_offset DESC LIMIT 1",
             offset, offset)
       .next();
@@ -65,7 +66,7 @@ std::optional<SqlRow> segmentHolding(Sql& sql, int64_t offset) {
 template <class Sql>
 std::vector<LogRecord> hotRecords(Sql& sql, int64_t first, int64_t last) {
   std::vector<LogRecord> records;
-  for (const SqlRow& row : sql.exec("SELECT \"offset\", dedup_key, payload, appended_at FROM durability_log_records"
+  for (const SqlRow& row : sql.exec("SELECT \"offset\", dedup_key, payload, appended_at FROM " DURASIM_LOG_RECORDS
                                     " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
                                     first, last)
                                .toVector())

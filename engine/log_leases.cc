@@ -11,7 +11,9 @@
 
 #include "engine/errors.h"
 #include "engine/log.h"
+#include "engine/log_events.h"
 #include "engine/log_internal.h"
+#include "engine/log_schema.h"
 
 namespace durasim {
 
@@ -44,13 +46,13 @@ LeaseState stateFromName(const std::string& name) {
 }
 
 void setAllocation(StorageTxn& txn, const std::string& consumer, int64_t offset) {
-  txn.exec("INSERT INTO durability_log_allocations (consumer, allocated_offset) VALUES (?, ?)"
+  txn.exec("INSERT INTO " DURASIM_LOG_ALLOCATIONS " (consumer, allocated_offset) VALUES (?, ?)"
            " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
            consumer, offset);
 }
 
 void insertLeaseRow(StorageTxn& txn, const LogLeaseRow& row) {
-  txn.exec("INSERT INTO durability_log_leases (batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
+  txn.exec("INSERT INTO " DURASIM_LOG_LEASES " (batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
            row.batchId, row.consumer, row.firstOffset, row.lastOffset, stateName(row.state), row.attempt, row.expiresAt,
            row.createdAt);
@@ -66,7 +68,7 @@ struct DurabilityLog::Grant {
 
 void DurabilityLog::requireLeases(const char* method, const std::string& consumer) {
   if (!options_.leases) {
-    ctx_.probe("log.lease.disabled", {{"method", method}});
+    ctx_.probe(log_events::kLeaseDisabled, {{"method", method}});
     throw TypeError("Leases require the leases option");
   }
   if (consumer.empty()) throw LogAppendError("Consumer must be a non-empty string");
@@ -76,7 +78,7 @@ void DurabilityLog::requireLeases(const char* method, const std::string& consume
 void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_t now) {
   const std::optional<int64_t> cur = storedCursor(txn, consumer);
   int64_t x = cur.value_or(0);
-  for (const SqlRow& row : txn.exec("SELECT first_offset, last_offset, state FROM durability_log_leases WHERE consumer = ?"
+  for (const SqlRow& row : txn.exec("SELECT first_offset, last_offset, state FROM " DURASIM_LOG_LEASES " WHERE consumer = ?"
                                     " ORDER BY first_offset, batch_id",
                                     consumer)
                                .toVector()) {
@@ -88,12 +90,12 @@ void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_
   }
   const bool moves = x > cur.value_or(0);
   if (moves) log_detail::moveCursorForward(txn, consumer, x, now);
-  const int64_t deleted = txn.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked','skipped')"
+  const int64_t deleted = txn.exec("DELETE FROM " DURASIM_LOG_LEASES " WHERE consumer = ? AND state IN ('acked','skipped')"
                                    " AND last_offset < ?",
                                    consumer, x)
                               .rowsWritten();
   const std::optional<int64_t> after = moves ? std::optional<int64_t>(x) : cur;
-  ctx_.probe("log.advance.write",
+  ctx_.probe(log_events::kAdvanceWrite,
              {{"consumer", consumer}, {"cursor", optionalJson(cur)}, {"to", optionalJson(after)}, {"deleted", deleted}});
 }
 
@@ -103,9 +105,9 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   const LogLeaseOptions& o = *options_.leases;
   const std::optional<int64_t> cur = storedCursor(txn, consumer);
   std::optional<SqlRow> allocRow =
-      txn.exec("SELECT allocated_offset FROM durability_log_allocations WHERE consumer = ?", consumer).next();
+      txn.exec("SELECT allocated_offset FROM " DURASIM_LOG_ALLOCATIONS " WHERE consumer = ?", consumer).next();
   const int64_t allocated = allocRow ? allocRow->int64("allocated_offset") : 0;  // absent counts as 0
-  const int64_t held = txn.exec("SELECT COUNT(*) AS n FROM durability_log_leases WHERE consumer = ?"
+  const int64_t held = txn.exec("SELECT COUNT(*) AS n FROM " DURASIM_LOG_LEASES " WHERE consumer = ?"
                                 " AND (state = 'pending' OR (state = 'active' AND expires_at > ?))",
                                 consumer, now)
                            .one()
@@ -117,7 +119,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
 
   // 1. Reclaim first: not limited by maxParallelism.
   std::optional<SqlRow> reclaimable =
-      txn.exec("SELECT batch_id, first_offset, last_offset, attempt FROM durability_log_leases WHERE consumer = ?"
+      txn.exec("SELECT batch_id, first_offset, last_offset, attempt FROM " DURASIM_LOG_LEASES " WHERE consumer = ?"
                " AND (state = 'pending' OR (state = 'active' AND expires_at <= ?)) ORDER BY first_offset LIMIT 1",
                consumer, now)
           .next();
@@ -126,19 +128,19 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
     grant.reclaimed = true;
     grant.lease = LogLease{ctx_.random.uuid(), consumer, {}, reclaimable->int64("first_offset"),
                            reclaimable->int64("last_offset"), reclaimable->int64("attempt") + 1, now + o.leaseMs};
-    txn.exec("UPDATE durability_log_leases SET batch_id = ?, state = 'active', attempt = attempt + 1, expires_at = ?"
+    txn.exec("UPDATE " DURASIM_LOG_LEASES " SET batch_id = ?, state = 'active', attempt = attempt + 1, expires_at = ?"
              " WHERE batch_id = ?",
              grant.lease.batchId, grant.lease.expiresAt, reclaimable->text("batch_id"));
     fields.update({{"batchId", grant.lease.batchId}, {"first", grant.lease.firstOffset}, {"last", grant.lease.lastOffset},
                    {"attempt", grant.lease.attempt}, {"expiresAt", grant.lease.expiresAt}, {"reclaimed", true},
                    {"previousBatchId", reclaimable->text("batch_id")}, {"base", nullptr}, {"gapBatchId", nullptr}});
-    ctx_.probe("log.lease.write", std::move(fields));
+    ctx_.probe(log_events::kLeaseWrite, std::move(fields));
     return grant;
   }
 
   // 2. Parallelism bound on held rows.
   if (held >= o.maxParallelism) {
-    ctx_.probe("log.lease.none", {{"consumer", consumer}, {"reason", "parallelism"}});
+    ctx_.probe(log_events::kLeaseNone, {{"consumer", consumer}, {"reason", "parallelism"}});
     return std::nullopt;
   }
 
@@ -147,7 +149,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   const int64_t from = std::max(b.oldest, base);
   if (from >= b.next) {
     if (from > base) coverTrimmedTail(txn, consumer, base, from, now);
-    ctx_.probe("log.lease.none", {{"consumer", consumer}, {"reason", "empty"}});
+    ctx_.probe(log_events::kLeaseNone, {{"consumer", consumer}, {"reason", "empty"}});
     return std::nullopt;
   }
 
@@ -174,7 +176,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
                  {"expiresAt", grant.lease.expiresAt}, {"reclaimed", false}, {"previousBatchId", nullptr}, {"base", base},
                  {"gap", gapId ? nlohmann::json::array({base, from - 1}) : nlohmann::json()},
                  {"gapBatchId", gapId ? nlohmann::json(*gapId) : nlohmann::json()}});
-  ctx_.probe("log.lease.write", std::move(fields));
+  ctx_.probe(log_events::kLeaseWrite, std::move(fields));
 
   // 7. Let the cursor pass the trimmed offsets at once.
   if (gapId) advance(txn, consumer, now);
@@ -188,7 +190,7 @@ void DurabilityLog::coverTrimmedTail(StorageTxn& txn, const std::string& consume
   const std::string gapId = ctx_.random.uuid();
   insertLeaseRow(txn, LogLeaseRow{gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
   setAllocation(txn, consumer, from);
-  ctx_.probe("log.lease.gap.write",
+  ctx_.probe(log_events::kLeaseGapWrite,
              {{"consumer", consumer}, {"gap", nlohmann::json::array({base, from - 1})}, {"gapBatchId", gapId}, {"allocation", from}});
   advance(txn, consumer, now);
 }
@@ -216,7 +218,7 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
                            {"last", lease.lastOffset},     {"attempt", lease.attempt},     {"expiresAt", lease.expiresAt},
                            {"reclaimed", grant->reclaimed}};
   log_detail::describeRecords(fields, lease.records);
-  ctx_.probe("log.lease", std::move(fields));
+  ctx_.probe(log_events::kLease, std::move(fields));
   co_return lease;
 }
 
@@ -224,16 +226,16 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
 Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
   const int64_t now = ctx_.clock.now();
   const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ? AND state = 'active'",
+    const bool hit = txn.exec("UPDATE " DURASIM_LOG_LEASES " SET state = 'skipped' WHERE batch_id = ? AND state = 'active'",
                               lease.batchId)
                          .rowsWritten() > 0;
-    ctx_.probe("log.lease.poison.write", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+    ctx_.probe(log_events::kLeasePoisonWrite, {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
                                           {"last", lease.lastOffset}, {"attempt", lease.attempt}, {"matched", hit}});
     if (hit) advance(txn, lease.consumer, now);
     return hit;
   });
   if (!matched) co_return;
-  ctx_.probe("log.poison.callback", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+  ctx_.probe(log_events::kPoisonCallback, {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
                                      {"last", lease.lastOffset}, {"attempt", lease.attempt}});
   std::string failure;
   try {
@@ -243,7 +245,7 @@ Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
     failure = serializeError(std::current_exception()).message;
   }
   if (failure.empty()) co_return;
-  ctx_.probe("log.poison.failed", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"message", failure}});
+  ctx_.probe(log_events::kPoisonFailed, {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"message", failure}});
   ctx_.logger.error("durability.log.poison_handler.failed",
                     {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"error", failure}});
 }
@@ -257,7 +259,7 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
     return bounds;
   });
   if (lease.firstOffset < b.oldest) {
-    ctx_.probe("log.lease.truncated",
+    ctx_.probe(log_events::kLeaseTruncated,
                {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", lease.firstOffset}, {"oldest", b.oldest}});
     throw LogTruncatedError(lease.firstOffset, b.oldest);
   }
@@ -291,7 +293,7 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
     Task<void> releasing = releaseUnreadable(lease, o);
     co_await releasing;
     const int64_t oldest = std::max(o + 1, b.hot);
-    ctx_.probe("log.lease.unreadable",
+    ctx_.probe(log_events::kLeaseUnreadable,
                {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", o}, {"oldest", oldest}});
     throw LogTruncatedError(o, oldest);
   }
@@ -300,35 +302,35 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
 
 // log.md 7.2 step 1, inside its transaction: the trimmed prefix of a still-matching lease is skipped.
 void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now) {
-  if (!txn.exec("SELECT 1 AS hit FROM durability_log_leases WHERE batch_id = ? AND state = 'active'", lease.batchId).next())
+  if (!txn.exec("SELECT 1 AS hit FROM " DURASIM_LOG_LEASES " WHERE batch_id = ? AND state = 'active'", lease.batchId).next())
     return;
   nlohmann::json fields = {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
                            {"last", lease.lastOffset},   {"oldest", oldest},         {"skippedBatchId", nullptr}};
   if (lease.lastOffset < oldest) {
-    txn.exec("UPDATE durability_log_leases SET state = 'skipped' WHERE batch_id = ?", lease.batchId);
+    txn.exec("UPDATE " DURASIM_LOG_LEASES " SET state = 'skipped' WHERE batch_id = ?", lease.batchId);
     fields["whole"] = true;
   } else {
     const std::string skippedId = ctx_.random.uuid();
     insertLeaseRow(txn, LogLeaseRow{skippedId, lease.consumer, lease.firstOffset, oldest - 1, LeaseState::skipped, 0, 0, now});
-    txn.exec("UPDATE durability_log_leases SET first_offset = ?, state = 'pending', expires_at = 0, attempt = attempt - 1"
+    txn.exec("UPDATE " DURASIM_LOG_LEASES " SET first_offset = ?, state = 'pending', expires_at = 0, attempt = attempt - 1"
              " WHERE batch_id = ?",
              oldest, lease.batchId);
     fields["whole"] = false;
     fields["skippedBatchId"] = skippedId;
   }
-  ctx_.probe("log.lease.truncate.write", std::move(fields));
+  ctx_.probe(log_events::kLeaseTruncateWrite, std::move(fields));
   advance(txn, lease.consumer, now);
 }
 
 // log.md 7.2 step 2: an undeliverable lease goes back to pending, range and attempt count unchanged.
 Task<void> DurabilityLog::releaseUnreadable(LogLease lease, int64_t missing) {
   co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const bool hit = txn.exec("UPDATE durability_log_leases SET state = 'pending', expires_at = 0, attempt = attempt - 1"
+    const bool hit = txn.exec("UPDATE " DURASIM_LOG_LEASES " SET state = 'pending', expires_at = 0, attempt = attempt - 1"
                               " WHERE batch_id = ? AND state = 'active'",
                               lease.batchId)
                          .rowsWritten() > 0;
     if (hit)
-      ctx_.probe("log.lease.release.write", {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"missing", missing}});
+      ctx_.probe(log_events::kLeaseReleaseWrite, {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"missing", missing}});
   });
 }
 
@@ -346,20 +348,19 @@ Task<void> DurabilityLog::nack(std::string consumer, std::string batchId) {
 Task<void> DurabilityLog::settle(std::string how, std::string consumer, std::string batchId) {
   requireLeases(how.c_str(), consumer);
   const bool isAck = how == "ack";
-  const std::string writeEvent = "log." + how + ".write";
   const int64_t now = ctx_.clock.now();
   const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const char* sql = isAck ? "UPDATE durability_log_leases SET state = 'acked'"
+    const char* sql = isAck ? "UPDATE " DURASIM_LOG_LEASES " SET state = 'acked'"
                               " WHERE batch_id = ? AND consumer = ? AND state = 'active'"
-                            : "UPDATE durability_log_leases SET state = 'pending', expires_at = 0"
+                            : "UPDATE " DURASIM_LOG_LEASES " SET state = 'pending', expires_at = 0"
                               " WHERE batch_id = ? AND consumer = ? AND state = 'active'";
     if (txn.exec(sql, batchId, consumer).rowsWritten() == 0) return false;
-    ctx_.probe(writeEvent, {{"consumer", consumer}, {"batchId", batchId}});
+    ctx_.probe(isAck ? log_events::kAckWrite : log_events::kNackWrite, {{"consumer", consumer}, {"batchId", batchId}});
     if (isAck) advance(txn, consumer, now);
     return true;
   });
   if (!matched) {
-    ctx_.probe("log." + how + ".rejected", {{"consumer", consumer}, {"batchId", batchId}});
+    ctx_.probe(isAck ? log_events::kAckRejected : log_events::kNackRejected, {{"consumer", consumer}, {"batchId", batchId}});
     throw LogLeaseError(batchId);
   }
 }
@@ -368,7 +369,7 @@ Task<std::vector<LogLeaseRow>> DurabilityLog::leases(std::string consumer) {
   requireLeases("leases", consumer);
   std::vector<LogLeaseRow> rows;
   for (const SqlRow& row : ctx_.storage
-                               .exec("SELECT * FROM durability_log_leases WHERE consumer = ? ORDER BY first_offset, batch_id",
+                               .exec("SELECT * FROM " DURASIM_LOG_LEASES " WHERE consumer = ? ORDER BY first_offset, batch_id",
                                      consumer)
                                .toVector())
     rows.push_back(LogLeaseRow{row.text("batch_id"), row.text("consumer"), row.int64("first_offset"),

@@ -13,7 +13,9 @@
 
 namespace durasim {
 
-inline constexpr char kMigrationTable[] = "durability_migrations";
+// The history table (a string-literal macro, so that statements are assembled by the compiler).
+#define DURASIM_MIGRATIONS "durability_migrations"
+inline constexpr char kMigrationTable[] = DURASIM_MIGRATIONS;
 // The most unknown (future) migrations of one capability that migrate reverts (scheduler.md 8, step 3).
 inline constexpr std::size_t kMaxFutureMigrations = 2;
 

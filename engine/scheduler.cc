@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/scheduler_events.h"
 #include "engine/variants.h"
 
 namespace durasim {
@@ -39,7 +40,7 @@ struct Permit::Pool {
 
   // Reported after each change, so free + held == capacity holds at every probe (SCH-07).
   void probe(std::string_view op, int64_t id, int64_t ticket = 0) {
-    ctx->probe("sch.permit", {{"op", op}, {"permit", id}, {"ticket", ticket}, {"free", free}, {"capacity", capacity},
+    ctx->probe(scheduler_events::kPermit, {{"op", op}, {"permit", id}, {"ticket", ticket}, {"free", free}, {"capacity", capacity},
                               {"waiting", static_cast<int64_t>(waiters.size())}});
   }
 };
@@ -67,7 +68,7 @@ void Permit::release() {
   std::shared_ptr<Pool::Waiter> waiter = pool->waiters.front();
   pool->waiters.pop_front();
   waiter->permit = ++pool->lastId;
-  pool->ctx->probe("sch.permit", {{"op", "handoff"}, {"permit", id_}, {"granted", waiter->permit}, {"ticket", waiter->ticket},
+  pool->ctx->probe(scheduler_events::kPermit, {{"op", "handoff"}, {"permit", id_}, {"granted", waiter->permit}, {"ticket", waiter->ticket},
                                   {"free", pool->free}, {"capacity", pool->capacity},
                                   {"waiting", static_cast<int64_t>(pool->waiters.size())}});
   waiter->granted->set();
@@ -112,11 +113,11 @@ Engine::~Engine() = default;
 void Engine::registerParticipant(Participant& participant) {
   const std::string kind = participant.kind();
   if (hasParticipant(kind)) {
-    ctx_.probe("sch.participant", {{"kind", kind}, {"accepted", false}});
+    ctx_.probe(scheduler_events::kParticipant, {{"kind", kind}, {"accepted", false}});
     throw TypeError("Scheduler participant \"" + kind + "\" is already attached");
   }
   participants_.push_back(&participant);
-  ctx_.probe("sch.participant", {{"kind", kind}, {"accepted", true}});
+  ctx_.probe(scheduler_events::kParticipant, {{"kind", kind}, {"accepted", true}});
 }
 
 void Engine::unregisterParticipant(Participant& participant) {
@@ -170,14 +171,14 @@ void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {
       written = target;
     }
   }
-  ctx_.probe("sch.reconcile", {{"now", now},
+  ctx_.probe(scheduler_events::kReconcile, {{"now", now},
                                {"next", optionalJson(next)},
                                {"before", optionalJson(current)},
                                {"written", optionalJson(written)},
                                {"deleted", deleted},
                                {"min_delay", options_.alarmMinDelayMs}});
   txn.afterCommit([this, next, now] {
-    ctx_.probe("sch.reconcile.durable", {{"reconciled_at", now}, {"next", optionalJson(next)}});
+    ctx_.probe(scheduler_events::kReconcileDurable, {{"reconciled_at", now}, {"next", optionalJson(next)}});
     scheduleEarlyTimer(next);
   });
 }
@@ -230,7 +231,7 @@ struct Engine::EarlyTimer {
 void Engine::scheduleEarlyTimer(std::optional<int64_t> next) {
   if (earlyTimer_ && next && earlyTimer_->next == *next) return;
   if (earlyTimer_) {
-    ctx_.probe("sch.timer.cancel", {{"next", earlyTimer_->next}});
+    ctx_.probe(scheduler_events::kTimerCancel, {{"next", earlyTimer_->next}});
     earlyTimer_->cancelled->set();
     earlyTimer_.reset();
   }
@@ -240,7 +241,7 @@ void Engine::scheduleEarlyTimer(std::optional<int64_t> next) {
   timer->next = *next;
   timer->cancelled = ctx_.makeEvent();
   earlyTimer_ = timer;
-  ctx_.probe("sch.timer.arm", {{"next", *next}, {"now", now}, {"min_delay", options_.alarmMinDelayMs}});
+  ctx_.probe(scheduler_events::kTimerArm, {{"next", *next}, {"now", now}, {"min_delay", options_.alarmMinDelayMs}});
   ctx_.waitUntil(earlyTimerTask(std::move(timer)));
 }
 
@@ -248,7 +249,7 @@ Task<void> Engine::earlyTimerTask(std::shared_ptr<EarlyTimer> timer) {
   const bool cancelled = co_await timer->cancelled->wait(std::max<int64_t>(timer->next - ctx_.clock.now(), 0));
   if (cancelled) co_return;
   if (earlyTimer_ == timer) earlyTimer_.reset();
-  ctx_.probe("sch.timer.fire", {{"next", timer->next}, {"now", ctx_.clock.now()}});
+  ctx_.probe(scheduler_events::kTimerFire, {{"next", timer->next}, {"now", ctx_.clock.now()}});
   try {
     co_await alarm(std::nullopt);
   } catch (...) {
@@ -267,7 +268,7 @@ struct Engine::AlarmRun {
 Task<void> Engine::alarm(std::optional<AlarmInvocationInfo> info) {
   const int64_t startedAt = ctx_.clock.now();
   if (info) ++stateChanges_;  // from here the runtime hides the firing alarm (runtime.md 7.3)
-  ctx_.probe("sch.alarm.start", {{"platform", info.has_value()}});
+  ctx_.probe(scheduler_events::kAlarmStart, {{"platform", info.has_value()}});
   auto run = std::make_shared<AlarmRun>();
   run->done = ctx_.makeEvent();
   ctx_.waitUntil(runParticipants(startedAt, info, run));
@@ -279,7 +280,7 @@ Task<void> Engine::alarm(std::optional<AlarmInvocationInfo> info) {
   }
   if (run->error) std::rethrow_exception(run->error);
   co_await scheduleNextAlarm();
-  ctx_.probe("sch.alarm.end", {{"started_at", startedAt}});
+  ctx_.probe(scheduler_events::kAlarmEnd, {{"started_at", startedAt}});
 }
 
 Task<void> Engine::runParticipants(int64_t startedAt, std::optional<AlarmInvocationInfo> info,
@@ -307,7 +308,7 @@ Task<void> Engine::handoff() {
       written = t;
     }
   });
-  ctx_.probe("sch.handoff", {{"now", now}, {"before", optionalJson(before)}, {"written", optionalJson(written)},
+  ctx_.probe(scheduler_events::kHandoff, {{"now", now}, {"before", optionalJson(before)}, {"written", optionalJson(written)},
                              {"min_delay", options_.alarmMinDelayMs}});
 }
 

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#include "engine/alarms_events.h"
+#include "engine/alarms_schema.h"
+#include "engine/migrations.h"
+#include "engine/scheduler_events.h"
 #include "properties/event_fields.h"
 
 namespace durasim::properties {
@@ -25,17 +29,17 @@ void AlarmChecks::CommitNotes::merge(CommitNotes&& other) {
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
 std::string AlarmChecks::invariant_for(const std::string& ev) const {
-  if (ev == "commit" || ev == "commit.noop" || ev == "sch.reconcile") return "SCH-02";
-  if (ev == "sch.reconcile.durable") return "SCH-05";
-  if (ev.rfind("sch.timer", 0) == 0) return "SCH-06";
-  if (ev == "sch.permit" || ev == "alm.release") return "SCH-07";
-  if (ev == "sch.handoff") return "SCH-10";
-  if (ev == "sch.participant" || ev == "app.attach") return "SCH-09";
-  if (ev == "app.migrate") return "SCH-12";
-  if (ev.rfind("sch.", 0) == 0) return "SCH-08";
-  if (ev.rfind("alm.purge", 0) == 0) return "ALM-10";
-  if (ev.rfind("alm.cancel", 0) == 0) return "ALM-11";
-  if (ev.rfind("alm.schedule", 0) == 0) return "ALM-08";
+  if (ev == "commit" || ev == "commit.noop" || ev == scheduler_events::kReconcile) return "SCH-02";
+  if (ev == scheduler_events::kReconcileDurable) return "SCH-05";
+  if (ev == scheduler_events::kTimerArm || ev == scheduler_events::kTimerFire || ev == scheduler_events::kTimerCancel) return "SCH-06";
+  if (ev == scheduler_events::kPermit || ev == alarms_events::kRelease) return "SCH-07";
+  if (ev == scheduler_events::kHandoff) return "SCH-10";
+  if (ev == scheduler_events::kParticipant || ev == scheduler_events::kAppAttach) return "SCH-09";
+  if (ev == scheduler_events::kAppMigrate) return "SCH-12";
+  if (ev.rfind(scheduler_events::kPrefix, 0) == 0) return "SCH-08";
+  if (ev.rfind(alarms_events::kPurge, 0) == 0) return "ALM-10";
+  if (ev.rfind(alarms_events::kCancel, 0) == 0) return "ALM-11";
+  if (ev.rfind(alarms_events::kSchedule, 0) == 0) return "ALM-08";
   return "ALM-13";
 }
 
@@ -63,33 +67,33 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   // After an incarnation's end its state is kept, not erased: a zombie's frames (object.zombie)
   // run on and still probe under this key.
   if (ev == "commit.failed" || ev == "incarnation.end") return inc.commits.roll_back();
-  if (ev == "sch.reconcile") return onReconcile(e);
-  if (ev == "sch.reconcile.durable") return onReconcileDurable(e);
-  if (ev == "sch.permit") return onPermit(e);
-  if (ev == "alm.claim") return onClaim(e);
-  if (ev == "alm.invoke") return onInvoke(e);
-  if (ev == "alm.write") return onWrite(e);
-  if (ev == "alm.settle") return onSettle(e);
-  if (ev == "alm.purge.begin") return onPurgeBegin(e);
-  if (ev == "alm.purge.write") return onPurgeWrite(e);
-  if (ev == "alm.cancel.begin") return onCancelBegin(e);
-  if (ev == "alm.schedule.write") return onScheduleWrite(e);
+  if (ev == scheduler_events::kReconcile) return onReconcile(e);
+  if (ev == scheduler_events::kReconcileDurable) return onReconcileDurable(e);
+  if (ev == scheduler_events::kPermit) return onPermit(e);
+  if (ev == alarms_events::kClaim) return onClaim(e);
+  if (ev == alarms_events::kInvoke) return onInvoke(e);
+  if (ev == alarms_events::kWrite) return onWrite(e);
+  if (ev == alarms_events::kSettle) return onSettle(e);
+  if (ev == alarms_events::kPurgeBegin) return onPurgeBegin(e);
+  if (ev == alarms_events::kPurgeWrite) return onPurgeWrite(e);
+  if (ev == alarms_events::kCancelBegin) return onCancelBegin(e);
+  if (ev == alarms_events::kScheduleWrite) return onScheduleWrite(e);
   ObjectState& obj = objects_[label(e)];
-  if (ev == "sch.timer.arm") {
+  if (ev == scheduler_events::kTimerArm) {
     const int64_t next = num(e, "next");
     tallies_.check("SCH-06", inc.sawDurable && inc.lastDurableNext == next && next < num(e, "now") + num(e, "min_delay"), [&] {
       return label(e) + " armed an early timer for " + str(next) + " at " + str(num(e, "now")) +
              "; the last committed reconcile's next is " + str(inc.lastDurableNext);
     });
     inc.timerNext = next;
-  } else if (ev == "sch.timer.fire") {
+  } else if (ev == scheduler_events::kTimerFire) {
     tallies_.check("SCH-06", num(e, "now") >= num(e, "next"), [&] {
       return label(e) + " early timer for " + str(num(e, "next")) + " fired at " + str(num(e, "now"));
     });
     inc.timerNext.reset();
-  } else if (ev == "sch.timer.cancel") {
+  } else if (ev == scheduler_events::kTimerCancel) {
     inc.timerNext.reset();
-  } else if (ev == "sch.handoff") {
+  } else if (ev == scheduler_events::kHandoff) {
     const int64_t limit = num(e, "now") + num(e, "min_delay");
     const std::optional<int64_t> alarm = e.at("written").is_null() ? optInt(e.at("before")) : optInt(e.at("written"));
     tallies_.check("SCH-10", alarm && *alarm <= limit, [&] {
@@ -98,44 +102,44 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
     if (!e.at("written").is_null())
       tallies_.check("SCH-03", num(e, "written") >= limit, [&] { return label(e) + " handoff wrote an alarm too early"; });
     inc.handedOff = true;
-  } else if (ev == "sch.participant") {
+  } else if (ev == scheduler_events::kParticipant) {
     const std::string kind = text(e, "kind");
     const bool accepted = e.at("accepted").get<bool>();
     tallies_.check("SCH-09", accepted != (inc.kinds.count(kind) > 0), [&] {
       return label(e) + (accepted ? " accepted a second participant of kind " : " refused the first participant of kind ") + kind;
     });
     if (accepted) inc.kinds.insert(kind);
-  } else if (ev == "app.attach") {
+  } else if (ev == scheduler_events::kAppAttach) {
     tallies_.check("SCH-09", e.at("second_scheduler_refused").get<bool>() && e.at("second_alarms_refused").get<bool>(),
                    [&] { return label(e) + " accepted a second scheduler or a second alarms participant"; });
-  } else if (ev == "app.migrate") {
+  } else if (ev == scheduler_events::kAppMigrate) {
     tallies_.check("SCH-12", num(e, "applied") == 0 && num(e, "rolled_back") == 0,
                    [&] { return label(e) + " migrate(latest) on a migrated store changed the schema"; });
-  } else if (ev == "alm.cancel.write") {
+  } else if (ev == alarms_events::kCancelWrite) {
     const std::string name = text(e, "name");
     tallies_.check("ALM-11", !row(label(e), name), [&] { return label(e) + " cancel(" + name + ") left its row"; });
     inc.commits.notes().endings.push_back(EndingWrite{false, name, 0, obj.cancelBeginSeq[name]});
-  } else if (ev == "alm.schedule.begin") {
+  } else if (ev == alarms_events::kScheduleBegin) {
     obj.lastScheduleBegin[text(e, "name")] = seq_;
     obj.beginSeq[text(e, "generation")] = seq_;
-  } else if (ev == "alm.schedule") {
+  } else if (ev == alarms_events::kSchedule) {
     const Occurrence occurrence{text(e, "name"), text(e, "generation")};
     obj.durableSchedules.push_back(occurrence);
     obj.scheduleCreatedAt[occurrence] = num(e, "created_at");
-  } else if (ev == "alm.cancel") {
+  } else if (ev == alarms_events::kCancel) {
     const std::string name = text(e, "name");
     if (e.at("deleted").get<bool>() && obj.cancelBegin.count(name)) obj.cancelledAt[name] = {name, obj.cancelBegin[name]};
     obj.lastDurableCancel[name] = std::max(obj.lastDurableCancel[name], obj.cancelBeginSeq[name]);
-  } else if (ev == "alm.purge") {
+  } else if (ev == alarms_events::kPurge) {
     const int64_t before = num(e, "before");
     obj.durablePurges.emplace_back(obj.purgeBeginSeq[before], before);
     // The count returned is the write's own count, checked against the rows at onPurgeWrite.
-  } else if (ev == "alm.handler.end") {
+  } else if (ev == alarms_events::kHandlerEnd) {
     const std::string name = text(e, "name");
     if (inc.running.count(name) && inc.running[name] == num(e, "attempt")) inc.running.erase(name);
     const std::string generation = text(e, "key").substr(kKeyPrefix.size());
     if (!e.at("failed").get<bool>()) obj.handlerSucceeded.insert({name, generation});
-  } else if (ev == "alm.release") {
+  } else if (ev == alarms_events::kRelease) {
     const std::string name = text(e, "name");
     tallies_.check("SCH-08", inc.running.count(name) == 0, [&] {
       return label(e) + " released the permit and lock of " + name + " while its handler still runs";
@@ -207,7 +211,7 @@ void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std
 
 // ALM-05 over every row of the object.
 void AlarmChecks::checkRows(const std::string& object) {
-  for (const SqlRow& r : reader_(object, "SELECT name, status, attempt, last_error, last_error_name FROM durability_alarms").toVector()) {
+  for (const SqlRow& r : reader_(object, "SELECT name, status, attempt, last_error, last_error_name FROM " DURASIM_ALARMS).toVector()) {
     const std::string name = r.text("name");
     const bool failed = r.text("status") == "failed";
     const int64_t attempt = r.int64("attempt");
@@ -221,17 +225,17 @@ void AlarmChecks::checkRows(const std::string& object) {
 }
 
 std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
-  return reader_(object, "SELECT MIN(next_attempt_at) AS next FROM durability_alarms WHERE status = 'pending'").one().optInt64("next");
+  return reader_(object, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'").one().optInt64("next");
 }
 
 std::optional<SqlRow> AlarmChecks::row(const std::string& object, const std::string& name) {
-  std::string sql = "SELECT * FROM durability_alarms WHERE name = '";
+  std::string sql = "SELECT * FROM " DURASIM_ALARMS " WHERE name = '";
   for (char c : name) sql += c == '\'' ? std::string("''") : std::string(1, c);
   return reader_(object, sql + "'").next();
 }
 
 bool AlarmChecks::hasAlarmTable(const std::string& object) {
-  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'durability_alarms'")
+  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" DURASIM_ALARMS "'")
              .one()
              .int64("n") > 0;
 }
@@ -412,8 +416,8 @@ void AlarmChecks::onPurgeBegin(const json& e) {
   objects_[object].purgeBeginSeq[before] = seq_;
   if (!hasAlarmTable(object)) return;
   PurgeExpectation& expected = purgeExpected_[{object, num(e, "incarnation"), before}];
-  expected.older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");
-  expected.atCutoff = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at = " + str(before)).one().int64("n");
+  expected.older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < " + str(before)).one().int64("n");
+  expected.atCutoff = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = " + str(before)).one().int64("n");
 }
 
 // ALM-10 at the delete itself: nothing older is left, everything at the cutoff is.
@@ -423,8 +427,8 @@ void AlarmChecks::onPurgeWrite(const json& e) {
   incarnations_[key(e)].commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
   auto it = purgeExpected_.find({object, num(e, "incarnation"), before});
   if (it == purgeExpected_.end()) return;
-  const int64_t older = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at < " + str(before)).one().int64("n");
-  const int64_t at = reader_(object, "SELECT count(*) AS n FROM durability_alarms WHERE created_at = " + str(before)).one().int64("n");
+  const int64_t older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < " + str(before)).one().int64("n");
+  const int64_t at = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = " + str(before)).one().int64("n");
   tallies_.check("ALM-10", older == 0 && at == it->second.atCutoff && num(e, "count") == it->second.older, [&] {
     return object + " purgeBefore(" + str(before) + ") deleted " + str(num(e, "count")) + " of " + str(it->second.older) +
            " older rows, left " + str(older) + ", and kept " + str(at) + " of " + str(it->second.atCutoff) + " rows at the cutoff";
@@ -459,11 +463,11 @@ void AlarmChecks::onScheduleWrite(const json& e) {
 void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs) {
   for (const auto& [object, alarm] : storedAlarms) {
     // SCH-11: the alarms table exists iff its migration is recorded; the history table iff it has rows.
-    const bool history = reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'durability_migrations'").one().int64("n") > 0;
-    const int64_t historyRows = history ? reader_(object, "SELECT count(*) AS n FROM durability_migrations").one().int64("n") : 0;
+    const bool history = reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE name = '" DURASIM_MIGRATIONS "'").one().int64("n") > 0;
+    const int64_t historyRows = history ? reader_(object, "SELECT count(*) AS n FROM " DURASIM_MIGRATIONS).one().int64("n") : 0;
     const bool recorded =
         history &&
-        reader_(object, "SELECT count(*) AS n FROM durability_migrations WHERE name = 'durability_0003_create_alarms'").one().int64("n") > 0;
+        reader_(object, "SELECT count(*) AS n FROM " DURASIM_MIGRATIONS " WHERE name = '" DURASIM_ALARMS_MIGRATION "'").one().int64("n") > 0;
     const bool table = hasAlarmTable(object);
     tallies_.check("SCH-11", table == recorded && history == (historyRows > 0), [&] {
       return object + " schema: alarms table " + (table ? "present" : "absent") + ", migration " + (recorded ? "recorded" : "not recorded");
@@ -478,7 +482,7 @@ void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& st
       return object + " pending row due at " + str(next) + " was never taken up (now " + str(now) + ")";
     });
     std::map<std::string, std::pair<std::string, std::string>> rows;  // name -> (generation, status)
-    for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status FROM durability_alarms").toVector()) {
+    for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status FROM " DURASIM_ALARMS).toVector()) {
       rows[r.text("name")] = {r.text("generation_id"), r.text("status")};
       tallies_.check("ALM-14", r.text("status") != "pending", [&] { return object + " " + r.text("name") + " still pending after heal"; });
     }

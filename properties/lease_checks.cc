@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/log_events.h"
+#include "engine/log_schema.h"
 #include "model/log_model.h"
 #include "properties/event_fields.h"
 
@@ -27,12 +29,11 @@ std::optional<int64_t> lookup(const Map& m, const Key& k) {
   return it == m.end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 std::string range(int64_t first, int64_t last) { return "[" + str(first) + ", " + str(last) + "]"; }
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
 
+// An ack or nack, written or rejected.
+bool settlement(const std::string& ev) {
+  return ev == log_events::kAckWrite || ev == log_events::kNackWrite || ev == log_events::kAckRejected || ev == log_events::kNackRejected;
+}
 bool settledState(const std::string& state) { return state == "acked" || state == "skipped"; }
 bool heldState(const std::string& state, int64_t expiresAt, int64_t now) {
   return state == "pending" || (state == "active" && expiresAt > now);
@@ -48,8 +49,6 @@ bool reclaimableState(const std::string& state, int64_t expiresAt, int64_t now) 
   return state == "pending" || (state == "active" && expiresAt <= now);
 }
 
-constexpr std::string_view kLeaseTable = "durability_log_leases";
-constexpr std::string_view kAllocationTable = "durability_log_allocations";
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -95,19 +94,19 @@ void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
 std::string LeaseChecks::invariant_for(const std::string& ev) const {
-  if (ev == "log.options" || ev == "log.lease.disabled") return "LSE-16";
-  if (ev == "log.lease.write" || ev == "log.lease.gap.write") return "LSE-02";
-  if (ev == "log.lease.none") return "LSE-06";
-  if (ev == "log.lease.truncate.write" || ev == "log.lease.truncated") return "LSE-13";
-  if (ev == "log.lease.release.write" || ev == "log.lease") return "LSE-10";
-  if (ev == "log.lease.poison.write" || ev == "log.poison.callback") return "LSE-08";
-  if (ev == "log.commit.write" || ev == "log.advance.write") return "LSE-05";
-  if (ev == "app.lease.outcome" || ev.rfind("log.ack", 0) == 0 || ev.rfind("log.nack", 0) == 0) return "LSE-04";
+  if (ev == log_events::kOptions || ev == log_events::kLeaseDisabled) return "LSE-16";
+  if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite) return "LSE-02";
+  if (ev == log_events::kLeaseNone) return "LSE-06";
+  if (ev == log_events::kLeaseTruncateWrite || ev == log_events::kLeaseTruncated) return "LSE-13";
+  if (ev == log_events::kLeaseReleaseWrite || ev == log_events::kLease) return "LSE-10";
+  if (ev == log_events::kLeasePoisonWrite || ev == log_events::kPoisonCallback) return "LSE-08";
+  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LSE-05";
+  if (ev == log_events::kAppLeaseOutcome || settlement(ev)) return "LSE-04";
   return "LSE-09";
 }
 
 void LeaseChecks::observe(const std::string& ev, const json& e) {
-  if (ev == "app.lease.outcome") return onOutcome(e);
+  if (ev == log_events::kAppLeaseOutcome) return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
   if (ev == "commit" || ev == "commit.noop") return onCommit(e);
   if (ev == "fault") {
@@ -121,12 +120,12 @@ void LeaseChecks::observe(const std::string& ev, const json& e) {
   if (ev == "confirm") return onConfirm(e);
   if (ev == "durability") return onDurability(e);
   if (ev == "commit.failed" || ev == "incarnation.end") return discardOpen(object(e));
-  if (ev == "log.options") return onOptions(e);
-  if (ev == "log.append.write") {
+  if (ev == log_events::kOptions) return onOptions(e);
+  if (ev == log_events::kAppendWrite) {
     object(e).openAppends.push_back(e);
     return;
   }
-  if (ev == "log.commit.write") {
+  if (ev == log_events::kCommitWrite) {
     ObjectState& obj = object(e);
     if (!flag(e, "moved")) return;
     const std::string consumer = text(e, "consumer");
@@ -137,31 +136,31 @@ void LeaseChecks::observe(const std::string& ev, const json& e) {
     touch(obj, consumer, "LSE-05");
     return;
   }
-  if (ev == "log.lease.disabled") {
+  if (ev == log_events::kLeaseDisabled) {
     const ObjectState& obj = object(e);
     tallies_.check("LSE-16", !obj.options.has_value(), [&] {
       return label(e) + " threw the disabled-leases TypeError from " + text(e, "method") + " with the leases option set";
     });
     return;
   }
-  if (ev.rfind("log.lease", 0) != 0 && ev.rfind("log.ack", 0) != 0 && ev.rfind("log.nack", 0) != 0 &&
-      ev.rfind("log.poison", 0) != 0 && ev != "log.advance.write")
-    return;
+  const bool leaseProbe = ev.rfind(log_events::kLease, 0) == 0 || settlement(ev) || ev == log_events::kPoisonCallback ||
+                          ev == log_events::kPoisonFailed || ev == log_events::kAdvanceWrite;
+  if (!leaseProbe) return;
   if (!leaseEnabled(e, object(e))) return;
-  if (ev == "log.lease.write") return onLeaseWrite(e);
-  if (ev == "log.lease.none") return onLeaseNone(e);
-  if (ev == "log.lease.gap.write") return onTailGapWrite(e);
-  if (ev == "log.lease.truncate.write") return onTruncateWrite(e);
-  if (ev == "log.lease.truncated") return onTruncated(e);
-  if (ev == "log.lease.release.write") return onReleaseWrite(e);
-  if (ev == "log.lease.poison.write") return onPoisonWrite(e);
-  if (ev == "log.poison.callback") return onPoisonCallback(e);
-  if (ev == "log.ack.write") return onSettleWrite(e, true);
-  if (ev == "log.nack.write") return onSettleWrite(e, false);
-  if (ev == "log.ack.rejected") return onSettleRejected(e, true);
-  if (ev == "log.nack.rejected") return onSettleRejected(e, false);
-  if (ev == "log.advance.write") return onAdvanceWrite(e);
-  if (ev == "log.lease") return onLease(e);
+  if (ev == log_events::kLeaseWrite) return onLeaseWrite(e);
+  if (ev == log_events::kLeaseNone) return onLeaseNone(e);
+  if (ev == log_events::kLeaseGapWrite) return onTailGapWrite(e);
+  if (ev == log_events::kLeaseTruncateWrite) return onTruncateWrite(e);
+  if (ev == log_events::kLeaseTruncated) return onTruncated(e);
+  if (ev == log_events::kLeaseReleaseWrite) return onReleaseWrite(e);
+  if (ev == log_events::kLeasePoisonWrite) return onPoisonWrite(e);
+  if (ev == log_events::kPoisonCallback) return onPoisonCallback(e);
+  if (ev == log_events::kAckWrite) return onSettleWrite(e, true);
+  if (ev == log_events::kNackWrite) return onSettleWrite(e, false);
+  if (ev == log_events::kAckRejected) return onSettleRejected(e, true);
+  if (ev == log_events::kNackRejected) return onSettleRejected(e, false);
+  if (ev == log_events::kAdvanceWrite) return onAdvanceWrite(e);
+  if (ev == log_events::kLease) return onLease(e);
 }
 
 // LSE-16 [H]: lease probes only come from a log with the leases option (the disabled TypeError is
@@ -263,7 +262,7 @@ void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj) {
   for (const json& a : obj.openAppends) {
     const int64_t first = num(a, "first"), next = num(a, "next");
     if (next <= first) continue;
-    const std::string sql = "SELECT \"offset\" AS o, dedup_key, payload FROM durability_log_records WHERE \"offset\" >= " + str(first) +
+    const std::string sql = "SELECT \"offset\" AS o, dedup_key, payload FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= " + str(first) +
                             " AND \"offset\" < " + str(next);
     for (const SqlRow& r : reader_(object, sql).toVector()) {
       obj.records[r.int64("o")] = {r.text("dedup_key"), r.text("payload")};
@@ -645,20 +644,20 @@ void LeaseChecks::onOutcome(const json& e) {
 LeaseChecks::Mirror LeaseChecks::readStore(const std::string& object) {
   Mirror stored;
   for (const SqlRow& r :
-       reader_(object, "SELECT batch_id, consumer, first_offset, last_offset, state, attempt, expires_at FROM durability_log_leases").toVector())
+       reader_(object, "SELECT batch_id, consumer, first_offset, last_offset, state, attempt, expires_at FROM " DURASIM_LOG_LEASES).toVector())
     stored.rows[r.text("batch_id")] =
         Row{r.text("consumer"), r.int64("first_offset"), r.int64("last_offset"), r.text("state"), r.int64("attempt"), r.int64("expires_at")};
-  for (const SqlRow& r : reader_(object, "SELECT consumer, allocated_offset FROM durability_log_allocations").toVector())
+  for (const SqlRow& r : reader_(object, "SELECT consumer, allocated_offset FROM " DURASIM_LOG_ALLOCATIONS).toVector())
     stored.allocation[r.text("consumer")] = r.int64("allocated_offset");
-  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM durability_log_cursors").toVector())
+  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM " DURASIM_LOG_CURSORS).toVector())
     stored.cursor[r.text("consumer")] = r.int64("o");
   return stored;
 }
 
 bool LeaseChecks::hasLeaseTables(const std::string& object) {
-  const std::string sql = "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (" + quoted(std::string(kLeaseTable)) +
-                          ", " + quoted(std::string(kAllocationTable)) + ")";
-  return reader_(object, sql).one().int64("n") == 2;
+  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('" DURASIM_LOG_LEASES "', '" DURASIM_LOG_ALLOCATIONS "')")
+             .one()
+             .int64("n") == 2;
 }
 
 void LeaseChecks::checkStore(const std::string& object, ObjectState& obj, int64_t now) {
@@ -767,7 +766,7 @@ void LeaseChecks::finish(int64_t now) {
     }
     if (!tables) continue;
     const Mirror stored = readStore(object);
-    const int64_t next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq").one().int64("n");
+    const int64_t next = reader_(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ).one().int64("n");
     for (const auto& [consumer, allocation] : stored.allocation) {
       const std::optional<int64_t> cursor = lookup(stored.cursor, consumer);
       const auto rows = rowsOf(stored.rows, consumer);

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#include "engine/alarms_events.h"
+#include "engine/log_events.h"
+#include "engine/log_schema.h"
+#include "engine/scheduler_events.h"
 #include "properties/event_fields.h"
 
 namespace durasim::properties {
@@ -20,9 +24,9 @@ bool definiteRejection(const std::string& message) {
 // Events emitted inside a storage transaction: the `.write` ones (but `log.cold.write`, which
 // announces the call to the cold store) and the trim transaction's three.
 bool isWrite(const std::string& ev) {
-  if (ev.rfind("log.", 0) != 0 || ev == "log.cold.write") return false;
-  return (ev.size() > 6 && ev.compare(ev.size() - 6, 6, ".write") == 0) || ev == "log.trim.delete" || ev == "log.trim.intent" ||
-         ev == "log.trim.flush";
+  if (ev.rfind(log_events::kPrefix, 0) != 0 || ev == log_events::kColdWrite) return false;
+  return (ev.size() > 6 && ev.compare(ev.size() - 6, 6, ".write") == 0) || ev == log_events::kTrimDelete || ev == log_events::kTrimIntent ||
+         ev == log_events::kTrimFlush;
 }
 
 }  // namespace
@@ -34,7 +38,7 @@ LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(
 void LogChecks::observe(const std::string& name, const json& e) {
   if (name == "fault") return onFault(e);
   if (name == "cold.call") return onColdCall(e);
-  if (name.rfind("app.", 0) == 0) return onApp(name, e);
+  if (name == log_events::kAppProduce || name == log_events::kAppConsume) return onApp(name, e);
   if (!mine(e)) return;
   // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
   if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
@@ -43,16 +47,16 @@ void LogChecks::observe(const std::string& name, const json& e) {
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
 std::string LogChecks::invariant_for(const std::string& ev) const {
-  if (ev == "log.append.write" || ev == "commit" || ev == "log.append") return "LOG-01";
-  if (ev == "app.produce" || ev == "log.append.rejected") return "LOG-03";
-  if (ev == "log.commit.write" || ev == "log.advance.write") return "LOG-06";
-  if (ev == "log.read") return "LOG-07";
-  if (ev == "log.read.truncated" || ev == "app.consume") return "LOG-08";
-  if (ev == "log.load") return "LOG-13";
-  if (ev == "log.options" || ev == "log.trim.end") return "LOG-12";
-  if (ev == "log.forget.write") return "LOG-15";
+  if (ev == log_events::kAppendWrite || ev == "commit" || ev == log_events::kAppend) return "LOG-01";
+  if (ev == log_events::kAppProduce || ev == log_events::kAppendRejected) return "LOG-03";
+  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LOG-06";
+  if (ev == log_events::kRead) return "LOG-07";
+  if (ev == log_events::kReadTruncated || ev == log_events::kAppConsume) return "LOG-08";
+  if (ev == log_events::kLoad) return "LOG-13";
+  if (ev == log_events::kOptions || ev == log_events::kTrimEnd) return "LOG-12";
+  if (ev == log_events::kForgetWrite) return "LOG-15";
   if (ev == "fault" || ev == "cold.call") return "LOG-16";
-  if (ev == "log.cold.write") return "LOG-11";
+  if (ev == log_events::kColdWrite) return "LOG-11";
   return "LOG-10";
 }
 
@@ -106,26 +110,26 @@ void LogChecks::dispatch(const std::string& ev, const json& e) {
     if (ev == "incarnation.end") s.alarmKnown = false;
     return resetOpen(s);
   }
-  if (ev.rfind("sch.", 0) == 0 || ev.rfind("alm.", 0) == 0) {
+  if (ev.rfind(scheduler_events::kPrefix, 0) == 0 || ev.rfind(alarms_events::kPrefix, 0) == 0) {
     s.schedulerTouched = true;
     return;
   }
   if (isWrite(ev)) return onWrite(s, object, ev, e);
-  if (ev == "log.options") return onOptions(s, e);
-  if (ev == "log.append") return onAppend(s, object, e);
-  if (ev == "log.append.rejected") return onRejected(s, object, e);
-  if (ev == "log.read") return onRead(s, object, e);
-  if (ev == "log.read.truncated") return onReadTruncated(s, object, e);
-  if (ev == "log.load") return onLoad(object, e);
-  if (ev == "log.trim.begin") {
+  if (ev == log_events::kOptions) return onOptions(s, e);
+  if (ev == log_events::kAppend) return onAppend(s, object, e);
+  if (ev == log_events::kAppendRejected) return onRejected(s, object, e);
+  if (ev == log_events::kRead) return onRead(s, object, e);
+  if (ev == log_events::kReadTruncated) return onReadTruncated(s, object, e);
+  if (ev == log_events::kLoad) return onLoad(object, e);
+  if (ev == log_events::kTrimBegin) {
     s.trimBegunAt = num(e, "now");
     s.appendedDuringTrim = false;
     return;
   }
-  if (ev == "log.trim.end") return onTrimEnd(s, object, e);
-  if (ev == "log.cold.write") return onColdWrite(s, object, e);
-  if (ev == "log.cold.failed") return onColdFailed(object, e);
-  if (ev == "log.lease") return observeRecords(s, object, e, true);
+  if (ev == log_events::kTrimEnd) return onTrimEnd(s, object, e);
+  if (ev == log_events::kColdWrite) return onColdWrite(s, object, e);
+  if (ev == log_events::kColdFailed) return onColdFailed(object, e);
+  if (ev == log_events::kLease) return observeRecords(s, object, e, true);
 }
 
 void LogChecks::resetOpen(ObjectState& s) {
@@ -154,7 +158,7 @@ void LogChecks::onOptions(ObjectState& s, const json& e) {
 void LogChecks::View::apply(const json& w) {
   View& v = *this;
   const std::string ev = w.at("ev").get<std::string>();
-  if (ev == "log.append.write") {
+  if (ev == log_events::kAppendWrite) {
     const std::vector<std::string> keys = strings(w, "keys");
     const std::vector<int64_t> offsets = ints(w, "offsets");
     const int64_t first = num(w, "first");
@@ -164,36 +168,36 @@ void LogChecks::View::apply(const json& w) {
         v.keys[keys[i]] = offsets[i];
       }
     v.next = std::max(v.next, num(w, "next"));
-  } else if (ev == "log.commit.write") {
+  } else if (ev == log_events::kCommitWrite) {
     if (w.at("moved").get<bool>()) v.cursors[text(w, "consumer")] = num(w, "offset");
-  } else if (ev == "log.advance.write") {
+  } else if (ev == log_events::kAdvanceWrite) {
     if (const std::optional<int64_t> to = optInt(w.at("to"))) {
       int64_t& cursor = v.cursors[text(w, "consumer")];
       cursor = std::max(cursor, *to);
     }
-  } else if (ev == "log.trim.delete" || ev == "log.trim.flush") {
+  } else if (ev == log_events::kTrimDelete || ev == log_events::kTrimFlush) {
     const int64_t last = num(w, "last");
     for (int64_t o = v.hotFrom; o <= last && o < v.next; ++o)
       if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second);
     v.hotFrom = std::max(v.hotFrom, last + 1);
-    if (ev == "log.trim.flush") {
+    if (ev == log_events::kTrimFlush) {
       v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
       v.flush.reset();
     }
-  } else if (ev == "log.trim.intent") {
+  } else if (ev == log_events::kTrimIntent) {
     v.flush = std::make_pair(num(w, "first"), num(w, "last"));
-  } else if (ev == "log.forget.write") {
+  } else if (ev == log_events::kForgetWrite) {
     const int64_t offset = num(w, "offset");
     for (auto it = v.segments.begin(); it != v.segments.end();) it = it->second.last < offset ? v.segments.erase(it) : std::next(it);
   }
 }
 
 void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::string& ev, const json& e) {
-  if (ev == "log.append.write") {
+  if (ev == log_events::kAppendWrite) {
     checkAppendWrite(object, s.state.staged(), e);
     s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
     if (s.trimBegunAt) s.appendedDuringTrim = true;
-  } else if (ev == "log.commit.write") {
+  } else if (ev == log_events::kCommitWrite) {
     const std::string consumer = text(e, "consumer");
     const auto& cursors = s.state.staged().cursors;
     const auto it = cursors.find(consumer);
@@ -202,14 +206,14 @@ void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::st
       return object + " commit(" + consumer + ", " + str(num(e, "offset")) + ") moved=" + e.at("moved").dump() + " over cursor " +
              (it == cursors.end() ? std::string("none") : str(it->second));
     });
-  } else if (ev == "log.forget.write") {
+  } else if (ev == log_events::kForgetWrite) {
     const int64_t offset = num(e, "offset");
     const auto& segments = s.state.staged().segments;
     const auto below = std::count_if(segments.begin(), segments.end(), [&](const auto& seg) { return seg.second.last < offset; });
     tallies_.check("LOG-15", num(e, "forgotten") == below, [&] {
       return object + " forgetColdBefore(" + str(offset) + ") removed " + str(num(e, "forgotten")) + " segments, " + str(below) + " lie below";
     });
-  } else if (ev == "log.trim.delete" || ev == "log.trim.intent" || ev == "log.trim.flush") {
+  } else if (ev == log_events::kTrimDelete || ev == log_events::kTrimIntent || ev == log_events::kTrimFlush) {
     checkTrimWrite(object, s, ev, e);
   }
   s.state.stage(e);
@@ -244,7 +248,7 @@ void LogChecks::checkAppendWrite(const std::string& object, const View& staged, 
 void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const View& v = s.state.staged();
-  if (ev == "log.trim.intent") {
+  if (ev == log_events::kTrimIntent) {
     tallies_.check("LOG-11", !v.flush && first == v.hotFrom && first <= last && last < v.next, [&] {
       return object + " recorded flush intent [" + str(first) + ", " + str(last) + "] over hot [" + str(v.hotFrom) + ", " + str(v.next) + ")" +
              (v.flush ? " while another intent was open" : "");
@@ -253,7 +257,7 @@ void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, 
   }
   const bool cold = s.options && s.options->cold;
   const bool prefix = first == v.hotFrom && first <= last && last < v.next && num(e, "deleted") == last - first + 1;
-  if (ev == "log.trim.delete") {
+  if (ev == log_events::kTrimDelete) {
     tallies_.check("LOG-10", prefix && !cold, [&] {
       return object + " deleted hot [" + str(first) + ", " + str(last) + "] (" + str(num(e, "deleted")) + " rows) over hot [" + str(v.hotFrom) +
              ", " + str(v.next) + ")" + (cold ? " without flushing to the configured cold store" : "");
@@ -273,7 +277,7 @@ void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& 
   s.schedulerTouched = false;
   const std::vector<json>& writes = s.state.unconfirmed().back().edits;
   for (const json& w : writes)
-    if (w.at("ev") == "log.trim.intent") s.flushSettled = false;
+    if (w.at("ev") == log_events::kTrimIntent) s.flushSettled = false;
   // LOG-17: log writes alone never move the physical alarm.
   const json& alarm = e.at("alarm");
   if (logOnly && s.alarmKnown)
@@ -306,22 +310,22 @@ void LogChecks::onDurability(ObjectState& s, const json& e) {
 // State at a commit
 
 bool LogChecks::hasLogTables(const std::string& object) {
-  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'durability_log_seq'").one().int64("n") > 0;
+  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" DURASIM_LOG_SEQ "'").one().int64("n") > 0;
 }
 
 LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
   Bounds b;
-  b.next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
-  const std::optional<int64_t> hot = reader_(object, "SELECT MIN(\"offset\") AS m FROM durability_log_records").one().optInt64("m");
+  b.next = reader_(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("n");
+  const std::optional<int64_t> hot = reader_(object, "SELECT MIN(\"offset\") AS m FROM " DURASIM_LOG_RECORDS).one().optInt64("m");
   b.hot = hot.value_or(b.next);
-  const std::optional<int64_t> seg = reader_(object, "SELECT MIN(first_offset) AS m FROM durability_log_segments").one().optInt64("m");
+  const std::optional<int64_t> seg = reader_(object, "SELECT MIN(first_offset) AS m FROM " DURASIM_LOG_SEGMENTS).one().optInt64("m");
   b.oldest = std::min(seg.value_or(b.hot), b.hot);
   return b;
 }
 
 std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string& object) {
   std::map<int64_t, Segment> out;
-  for (const SqlRow& r : reader_(object, "SELECT first_offset, last_offset, locator FROM durability_log_segments ORDER BY first_offset").toVector())
+  for (const SqlRow& r : reader_(object, "SELECT first_offset, last_offset, locator FROM " DURASIM_LOG_SEGMENTS " ORDER BY first_offset").toVector())
     out[r.int64("first_offset")] = Segment{r.int64("last_offset"), r.text("locator")};
   return out;
 }
@@ -332,7 +336,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   const SqlRow agg = reader_(object,
                              "SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes, "
                              "COALESCE(SUM(bytes != length(CAST(payload AS BLOB))), 0) AS wrong, "
-                             "(SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total FROM durability_log_records")
+                             "(SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS)
                          .one();
   const int64_t count = agg.int64("n");
   tallies_.check("LOG-01", b.next == v.next, [&] { return object + " next_offset " + str(b.next) + ", the committed appends allocated up to " + str(v.next); });
@@ -347,14 +351,14 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   // new record holds the payload size of its key's last occurrence in the batch.
   std::map<int64_t, int64_t> written;  // new offset -> bytes of its key's last occurrence
   for (const json& w : writes)
-    if (w.at("ev") == "log.append.write") {
+    if (w.at("ev") == log_events::kAppendWrite) {
       const std::vector<int64_t> offsets = ints(w, "offsets"), bytes = ints(w, "bytes");
       for (std::size_t i = 0; i < offsets.size() && i < bytes.size(); ++i)
         if (offsets[i] >= num(w, "first")) written[offsets[i]] = bytes[i];
     }
   bool keysOk = true;
   for (const auto& [o, bytes] : written) {
-    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM durability_log_records WHERE \"offset\" = " + str(o)).next();
+    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = " + str(o)).next();
     const auto known = v.records.find(o);
     keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second;
     if (row)
@@ -369,7 +373,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   });
   // LOG-06: the cursors as committed, none below its durable value.
   std::map<std::string, int64_t> cursors;
-  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM durability_log_cursors").toVector()) cursors[r.text("consumer")] = r.int64("o");
+  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM " DURASIM_LOG_CURSORS).toVector()) cursors[r.text("consumer")] = r.int64("o");
   bool cursorsOk = cursors == v.cursors;
   for (const auto& [consumer, offset] : s.state.durable().cursors) cursorsOk = cursorsOk && cursors.count(consumer) && cursors[consumer] >= offset;
   tallies_.check("LOG-06", cursorsOk, [&] { return object + " stored cursors differ from the committed ones or fell below a durable one"; });
@@ -486,8 +490,8 @@ void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const
 
 void LogChecks::onLoad(const std::string& object, const json& e) {
   if (!hasLogTables(object)) return;
-  const int64_t next = reader_(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
-  const std::optional<int64_t> least = reader_(object, "SELECT MIN(\"offset\") AS m FROM durability_log_cursors").one().optInt64("m");
+  const int64_t next = reader_(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("n");
+  const std::optional<int64_t> least = reader_(object, "SELECT MIN(\"offset\") AS m FROM " DURASIM_LOG_CURSORS).one().optInt64("m");
   const int64_t backlog = least ? std::max<int64_t>(0, next - *least) : 0;
   tallies_.check("LOG-13", num(e, "pendingDeliveries") == backlog, [&] {
     return object + " load reported " + str(num(e, "pendingDeliveries")) + " pending deliveries, the cursors give " + str(backlog);
@@ -502,8 +506,8 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
   if (!s.options || !s.options->retention || !hasLogTables(object)) return;
   const Options& o = *s.options;
   const SqlRow r = reader_(object,
-                           "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM durability_log_seq WHERE id = 1) AS total "
-                           "FROM durability_log_records")
+                           "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total "
+                           "FROM " DURASIM_LOG_RECORDS)
                        .one();
   if (!concurrent) {
     const std::optional<int64_t> oldestAt = r.optInt64("oldest");
@@ -515,7 +519,7 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
                    });
   }
   if (!o.cold) return;
-  const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n");
+  const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_FLUSH).one().int64("n");
   tallies_.check("LOG-18", intents == 0, [&] { return object + " trim returned with a flush intent left"; });
   s.flushSettled = true;
 }
@@ -542,8 +546,8 @@ void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const jso
 // LOG-10: a failed cold write leaves the records hot and the intent in place.
 void LogChecks::onColdFailed(const std::string& object, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
-  const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_records WHERE \"offset\" BETWEEN " + str(first) + " AND " + str(last)).one().int64("n");
-  const std::optional<SqlRow> intent = reader_(object, "SELECT first_offset, last_offset FROM durability_log_flush").next();
+  const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" BETWEEN " + str(first) + " AND " + str(last)).one().int64("n");
+  const std::optional<SqlRow> intent = reader_(object, "SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH).next();
   tallies_.check("LOG-10", hot == last - first + 1 && intent && intent->int64("first_offset") == first && intent->int64("last_offset") == last, [&] {
     return object + " cold.write of [" + str(first) + ", " + str(last) + "] failed, leaving " + str(hot) + " of its records hot" +
            (intent ? "" : " and no flush intent");
@@ -558,7 +562,7 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
   const std::string partition = text(e, "partition");
   if (!mine(json{{"object", partition}})) return;
   ObjectState& s = objects_[partition];
-  if (ev == "app.produce") {
+  if (ev == log_events::kAppProduce) {
     // LOG-03: an acknowledged append is durable, at the offsets returned, with its keys.
     const std::vector<std::string> keys = strings(e, "keys");
     const std::vector<int64_t> offsets = ints(e, "offsets");
@@ -572,7 +576,7 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
     tallies_.check("LOG-03", ok, [&] { return partition + " acknowledged offsets " + e.at("offsets").dump() + " that are not durable with their keys"; });
     return;
   }
-  if (ev != "app.consume") return;
+  if (ev != log_events::kAppConsume) return;
   // LOG-08: a group sees every retained offset; what it never saw must lie below oldestOffset.
   GroupCursor& g = groups_[{partition, text(e, "group")}];
   const int64_t from = num(e, "from");
@@ -608,7 +612,7 @@ void LogChecks::finish() {
       if (offset < b.oldest) continue;
       bool readable = false;
       if (offset >= b.hot) {
-        const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM durability_log_records WHERE \"offset\" = " + str(offset)).next();
+        const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = " + str(offset)).next();
         readable = row && row->text("dedup_key") == key;
       } else {
         for (const auto& [first, seg] : segments) readable = readable || (first <= offset && offset <= seg.last);
@@ -616,7 +620,7 @@ void LogChecks::finish() {
       tallies_.check("LOG-03", readable, [&] { return object + " lost acknowledged offset " + str(offset) + " (key " + key + ")"; });
     }
     if (s.options && s.options->cold && s.flushSettled) {
-      const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n");
+      const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_FLUSH).one().int64("n");
       tallies_.check("LOG-18", intents == 0, [&] { return object + " ends with a flush intent after its last trim completed"; });
     }
   }
