@@ -68,6 +68,7 @@ void LogChecks::onFault(const json& e) {
     vanished_.insert(slash == std::string::npos ? site : site.substr(slash + 1));
   }
   if (fault == "cold.lifecycle_lag") pendingLag_ = e.at("details").at("lag").get<int64_t>();
+  if (fault == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
 }
 
 // The put that drew a lifecycle lag is reported right after the draw: its object may be removed
@@ -505,9 +506,14 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
   s.trimBegunAt.reset();
   if (!s.options || !s.options->retention || !hasLogTables(object)) return;
   const Options& o = *s.options;
-  const SqlRow r = reader_(object,
-                           "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total "
-                           "FROM " DURASIM_LOG_RECORDS)
+  // Trim expires the longest expiring prefix in offset order (log.md 6 step 2). With one clock,
+  // appended_at rises with the offset and the first record is the oldest; once incarnations ran on
+  // skewed clocks (clock.incarnation_offset) only the first record is promised (docs/decisions.md).
+  const bool skewed = clockSkewed_.count(object) > 0;
+  const SqlRow r = reader_(object, skewed ? "SELECT COUNT(*) AS n, (SELECT appended_at FROM " DURASIM_LOG_RECORDS " ORDER BY \"offset\" LIMIT 1) AS oldest, "
+                                            "(SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS
+                                          : "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM " DURASIM_LOG_SEQ
+                                            " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS)
                        .one();
   if (!concurrent) {
     const std::optional<int64_t> oldestAt = r.optInt64("oldest");
@@ -515,7 +521,7 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
                                  (!o.maxAgeMs || !oldestAt || *oldestAt >= now - *o.maxAgeMs),
                    [&] {
                      return object + " after trim at " + str(now) + ": " + str(r.int64("n")) + " records, " + str(r.int64("total")) +
-                            " bytes, oldest appended at " + str(oldestAt);
+                            " bytes, " + (skewed ? "the first" : "the oldest") + " appended at " + str(oldestAt);
                    });
   }
   if (!o.cold) return;

@@ -153,6 +153,7 @@ class LogChecks final : public ObjectChecker {
   std::map<std::string, ObjectState> objects_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed
+  std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
   std::map<std::string, int64_t> expirableFrom_;  // key -> earliest lifecycle removal time
   bool healed_ = false;
   std::optional<int64_t> pendingLag_;             // the lag drawn for the put reported next

@@ -38,6 +38,7 @@ const std::vector<FoundSeed>& found_seeds() {
       {"alarms", "recoverable", 7316, "ALM-13: a cancel made durable by a reset's decision, its caller told of the reset"},
       {"alarms", "arbitrary", 391, "ALM-13: a cancel made durable by a reset's decision, its caller told of the reset"},
       {"alarms", "recoverable", 7642, "SCH-05: two reconciles of one commit, the checker kept only one"},
+      {"log", "arbitrary", 854, "LOG-12: retention by age judged on every record while incarnation clocks were skewed"},
   };
   return seeds;
 }
