@@ -32,6 +32,7 @@
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
 #include "sim/stream_random.h"
+#include "workloads/client.h"
 #include "workloads/log_partition.h"
 #include "workloads/options.h"
 
@@ -52,21 +53,16 @@ constexpr uint32_t kStaleAckPpm = 50'000;       // an acked batch id acked again
 constexpr uint32_t kDisabledProbePpm = 30'000;  // a lease call to the partition without leases
 constexpr int64_t kPoisonEvery = 23;            // a lease holding a record with seq % 23 == 0 is nacked
 constexpr int64_t kPoisonAttempts = 5;          // ... on its first 5 attempts before heal (maxAttempts <= 4)
-constexpr int64_t kRetryBackoffMs = 500, kMaxBackoffMs = 30'000;
+constexpr Backoff kPushBackoff{500, 30'000};
 constexpr int64_t kMinPollMs = 200, kMaxIdleMs = 30'000;
 constexpr int64_t kSlowPollMinMs = 2'000, kSlowPollMaxMs = 45'000;  // consumers after the first fall behind
 constexpr int64_t kMirrorIntervalMs = 15'000;
 constexpr int64_t kPushTimeoutMinMs = 3'000, kPushTimeoutMaxMs = 15'000;
 constexpr int64_t kSoftBacklogMin = 5, kSoftBacklogMax = 60;
 
-// What one RPC to a partition came back with.
-struct Reply {
-  enum class Kind { ok, error, uncertain } kind = Kind::uncertain;
-  nlohmann::json value;  // the result, or the library error {name, message, ...}
-  bool ok() const { return kind == Kind::ok; }
-  bool failedWith(const std::string& name) const { return kind == Kind::error && value.at("name") == name; }
-  std::string label() const { return kind == Kind::ok ? "ok" : kind == Kind::error ? value.at("name").get<std::string>() : "uncertain"; }
-};
+// LogPartition answers in the library envelope; a refused call carries no answer of the partition,
+// so the workload treats it as uncertain.
+constexpr CallStyle kPartitionCallStyle{true, false};
 
 // One producer batch as the routing client carries it; `shard` is filled by the invoke that runs.
 struct AppendBatch {
@@ -100,6 +96,7 @@ class LogWorkload final : public Workload {
     runtime_->define_class(LogPartition::kClass, [configs](ObjectContext& ctx) {
       return std::make_unique<LogPartition>(ctx, configs.at(ctx.id.second));
     });
+    client_ = std::make_unique<ObjectClient>(world, runtime_->client(LogPartition::kClass), kPartitionCallStyle);
     clock_ = std::make_unique<sim::WorldClock>(world);
     random_ = std::make_unique<sim::StreamRandom>(world.random(), world.random().stream("workload.log.routing"));
     buildClients();
@@ -135,7 +132,8 @@ class LogWorkload final : public Workload {
   nlohmann::json metrics() const override {
     int64_t incarnations = 0;
     for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
-    return {{"calls", calls_},       {"uncertain", uncertain_},     {"appended", appended_}, {"rejected", rejected_},
+    return {{"calls", client_->calls() + calls_}, {"uncertain", client_->uncertain() + uncertain_},
+            {"appended", appended_}, {"rejected", rejected_},
             {"consumed", consumed_}, {"leased", leased_},           {"truncations", truncations_},
             {"forgets", forgets_},   {"incarnations", incarnations}, {"maxBatchSize", base_.maxBatchSize},
             {"cold", base_.cold},    {"noLeases", partitionName(noLeases_)}};
@@ -212,36 +210,6 @@ class LogWorkload final : public Workload {
             {"noLeases", label(partitionName(noLeases_))},
             {"pushTimeoutMs", pushTimeoutMs_},
             {"softBacklogLimit", softBacklogLimit_}};
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Checkers
-
-  // The live store of an object, for checkers that read it at the instant of an event.
-
-  // ---------------------------------------------------------------------------------------------
-  // RPC
-
-  // `method` is a string literal or outlives the call (the Task runs after this statement ends).
-  Task<Reply> callPartition(const std::string& name, const char* method, const nlohmann::json& args) {
-    ++calls_;
-    Reply reply;
-    try {
-      Stub stub = runtime_->client(LogPartition::kClass).get(name);
-      Task<nlohmann::json> calling = stub.call(method, args);
-      const nlohmann::json answer = co_await calling;
-      if (answer.contains("error")) {
-        reply.kind = Reply::Kind::error;
-        reply.value = answer.at("error");
-      } else {
-        reply.kind = Reply::Kind::ok;
-        reply.value = answer.at("result");
-      }
-    } catch (const RpcError&) {
-      ++uncertain_;
-      reply.kind = Reply::Kind::uncertain;
-    }
-    co_return reply;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -323,35 +291,39 @@ class LogWorkload final : public Workload {
 
   // Pushes until a definite answer; retries go to the shard the first attempt reached.
   Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid) {
-    std::string shard;
-    for (int64_t attempt = 1;; ++attempt) {
-      AppendBatch batch{records};
-      std::optional<AppendResult> result;
-      try {
-        const nlohmann::json context = {{"shard", shard}};
-        Task<AppendResult> pushing = shard.empty() ? routed_->push(batch) : pinned_->push(batch, context);
-        result.emplace(co_await pushing);
-      } catch (const RpcError&) {
-      } catch (const RoutingTimeoutError&) {
-      }
-      if (result) {
-        settleAppend(p, records, invalid, *result, *batch.shard);
-        co_return;
-      }
-      ++uncertain_;
-      if (!batch.shard->empty()) shard = *batch.shard;
-      co_await world_->sleep_for(backoff(attempt));
-    }
+    std::string shard;  // empty until an attempt reached one
+    const std::function<Task<Reply>()> attempt = [this, &records, &shard] { return pushOnce(records, shard); };
+    Task<Settled> pushing = retryUntilDefinite(*world_, kPushBackoff, attempt);
+    const Settled settled = co_await pushing;
+    settleAppend(p, records, invalid, settled.reply, shard);
   }
 
-  void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const AppendResult& result, const std::string& shard) {
+  // One push of `records`: routed while `shard` is empty, else pinned to it; `shard` becomes the
+  // shard this push reached, if any.
+  Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard) {
+    AppendBatch batch{records};
+    Reply reply;
+    try {
+      const nlohmann::json context = {{"shard", shard}};
+      Task<AppendResult> pushing = shard.empty() ? routed_->push(batch) : pinned_->push(batch, context);
+      const AppendResult result = co_await pushing;
+      reply = classifyEnqueue(result);
+    } catch (const RpcError&) {
+    } catch (const RoutingTimeoutError&) {
+    }
+    if (!batch.shard->empty()) shard = *batch.shard;
+    if (!reply.definite()) ++uncertain_;
+    co_return reply;
+  }
+
+  void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply, const std::string& shard) {
     if (invalid) {
-      expectations_.check("LOG-14", !result.success, [&] {
+      expectations_.check("LOG-14", !reply.ok(), [&] {
         return "an invalid batch of " + std::to_string(records.size()) + " records was accepted by " + shard;
       });
       return;
     }
-    if (!result.success) {
+    if (!reply.ok()) {
       ++rejected_;
       return;
     }
@@ -361,10 +333,8 @@ class LogWorkload final : public Workload {
     world_->emit("app.produce", {{"partition", label(partitionOfShard(shard))},
                                  {"producer", producerName(p)},
                                  {"keys", keys},
-                                 {"offsets", *result.value}});
+                                 {"offsets", reply.value}});
   }
-
-  static int64_t backoff(int64_t attempt) { return std::min(kMaxBackoffMs, kRetryBackoffMs * attempt); }
 
   // ---------------------------------------------------------------------------------------------
   // Consumer groups
@@ -404,7 +374,7 @@ class LogWorkload final : public Workload {
     }
     const int64_t from = *position.from;
     const nlohmann::json readArgs = {{"from", from}, {"limit", draw(1, 2 * base_.maxBatchSize)}};
-    Task<Reply> reading = callPartition(name, "read", readArgs);
+    Task<Reply> reading = client_->call(name, "read", readArgs);
     const Reply page = co_await reading;
     if (page.failedWith("LogTruncatedError")) {
       ++truncations_;
@@ -434,7 +404,7 @@ class LogWorkload final : public Workload {
     }
     if (next <= position.committed.value_or(0)) co_return false;
     const nlohmann::json commitArgs = {{"consumer", group}, {"offset", next}};
-    Task<Reply> committing = callPartition(name, "commit", commitArgs);
+    Task<Reply> committing = client_->call(name, "commit", commitArgs);
     const Reply committed = co_await committing;
     if (committed.ok()) {
       position.from = next;
@@ -458,7 +428,7 @@ class LogWorkload final : public Workload {
   // The partition's bounds().oldestOffset, or nullopt when the call's outcome is uncertain.
   Task<std::optional<int64_t>> oldestOffset(const std::string& name) {
     const nlohmann::json none = nlohmann::json::object();
-    Task<Reply> bounding = callPartition(name, "bounds", none);
+    Task<Reply> bounding = client_->call(name, "bounds", none);
     const Reply bounds = co_await bounding;
     if (!bounds.ok()) co_return std::nullopt;
     co_return bounds.value.at("oldestOffset").get<int64_t>();
@@ -467,7 +437,7 @@ class LogWorkload final : public Workload {
   // The group's cursor, or the oldest readable offset for a group that never committed.
   Task<std::optional<int64_t>> startOffset(const std::string& name, const std::string& group, GroupPosition& position) {
     const nlohmann::json args = {{"consumer", group}};
-    Task<Reply> asking = callPartition(name, "cursor", args);
+    Task<Reply> asking = client_->call(name, "cursor", args);
     const Reply cursor = co_await asking;
     if (!cursor.ok()) co_return std::nullopt;
     if (!cursor.value.is_null()) {
@@ -509,9 +479,9 @@ class LogWorkload final : public Workload {
   Task<void> probeDisabled(const std::string& consumer) {
     const nlohmann::json args = {{"consumer", consumer}};
     const std::string name = partitionName(noLeases_);
-    Task<Reply> leasing = callPartition(name, "lease", args);
+    Task<Reply> leasing = client_->call(name, "lease", args);
     const Reply reply = co_await leasing;
-    if (reply.kind == Reply::Kind::uncertain) co_return;
+    if (!reply.definite()) co_return;
     expectations_.check("LSE-16", reply.failedWith("TypeError"), [&] {
       return "lease on " + label(name) + " (no leases option) answered " + reply.label();
     });
@@ -519,7 +489,7 @@ class LogWorkload final : public Workload {
 
   Task<bool> leaseOnce(const std::string& consumer, const std::string& name) {
     const nlohmann::json args = {{"consumer", consumer}, {"limit", draw(1, base_.maxBatchSize)}};
-    Task<Reply> leasing = callPartition(name, "lease", args);
+    Task<Reply> leasing = client_->call(name, "lease", args);
     const Reply reply = co_await leasing;
     if (reply.failedWith("LogTruncatedError")) ++truncations_;  // the next lease carries on (or stays blocked on a lost segment)
     if (!reply.ok() || reply.value.is_null()) co_return false;
@@ -539,7 +509,7 @@ class LogWorkload final : public Workload {
     }
     const std::string method = outcome == Outcome::ack ? "ack" : "nack";
     const nlohmann::json settleArgs = {{"consumer", consumer}, {"batchId", batchId}};
-    Task<Reply> settling = callPartition(name, method.c_str(), settleArgs);
+    Task<Reply> settling = client_->call(name, method, settleArgs);
     const Reply settled = co_await settling;
     emitOutcome(name, consumer, lease, method, settled.label());
     if (settled.ok() && chance(kStaleAckPpm)) {
@@ -555,10 +525,10 @@ class LogWorkload final : public Workload {
   Task<void> settleExpectingRefusal(const std::string& name, const std::string& consumer, const std::string& batchId,
                                     const nlohmann::json& lease, const std::string& invariant) {
     const nlohmann::json args = {{"consumer", consumer}, {"batchId", batchId}};
-    Task<Reply> settling = callPartition(name, "ack", args);
+    Task<Reply> settling = client_->call(name, "ack", args);
     const Reply reply = co_await settling;
     emitOutcome(name, consumer, lease, "ack", reply.label());
-    if (reply.kind == Reply::Kind::uncertain) co_return;
+    if (!reply.definite()) co_return;
     expectations_.check(invariant, reply.failedWith("LogLeaseError"), [&] {
       return "ack of " + batchId + " as " + consumer + " on " + label(name) + " answered " + reply.label();
     });
@@ -609,7 +579,7 @@ class LogWorkload final : public Workload {
       for (const auto& [name, offset] : wanted) {
         if (forgotten[name] >= offset) continue;
         const nlohmann::json args = {{"offset", offset}};
-        Task<Reply> forgetting = callPartition(name, "forgetColdBefore", args);
+        Task<Reply> forgetting = client_->call(name, "forgetColdBefore", args);
         const Reply reply = co_await forgetting;
         if (!reply.ok()) continue;
         ++forgets_;
@@ -660,6 +630,7 @@ class LogWorkload final : public Workload {
   int64_t noLeases_ = 0;
   int64_t pushTimeoutMs_ = 0, softBacklogLimit_ = 0;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
+  std::unique_ptr<ObjectClient> client_;  // calls to the partitions
   std::unique_ptr<sim::WorldClock> clock_;
   std::unique_ptr<sim::StreamRandom> random_;
   std::optional<AppendClient> routed_, pinned_;
@@ -668,7 +639,8 @@ class LogWorkload final : public Workload {
   bool healed_ = false;
   int64_t producersDone_ = 0;
   int64_t rejected_ = 0;  // valid batches refused (never expected)
-  int64_t calls_ = 0, uncertain_ = 0, appended_ = 0, consumed_ = 0, leased_ = 0, truncations_ = 0, forgets_ = 0;
+  int64_t calls_ = 0, uncertain_ = 0;  // appends invoked by the routing clients, and uncertain pushes
+  int64_t appended_ = 0, consumed_ = 0, leased_ = 0, truncations_ = 0, forgets_ = 0;
 };
 
 }  // namespace
