@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/migrations.h"
-#include "engine/routing.h"
+#include "engine/load.h"
 #include "engine/runtime.h"
 #include "engine/scheduler.h"
 #include "engine/task.h"

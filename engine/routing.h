@@ -1,7 +1,9 @@
-// Routing (routing.md): the result envelope and load snapshot (1), the object-side load observer
-// RoutingLoad (2), and the caller-side RoutingClient (3) with its default power-of-two-choices
-// selection and adaptive width (4). All state here is in memory and advisory. An optional probe traces
-// each push as `rte.*` events (docs/log-trace-events.md) for the RTE checks.
+// Routing (routing.md 3 and 4): the caller-side RoutingClient with its default power-of-two-choices
+// selection and adaptive width, over the load envelope of engine/load.h that every capability
+// returns. Keeps RTE-01..07, RTE-10 and RTE-11: one invoke per push, its response or exception
+// passed through, bounded and fresh observations, the width rules, validation before sending, the
+// timeout wrapper. All state here is in memory and advisory. An optional probe traces each push as
+// `rte.*` events (docs/log-trace-events.md).
 #pragma once
 
 #include <algorithm>
@@ -20,17 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/load.h"
 #include "engine/runtime.h"
 #include "engine/runtime_errors.h"
 #include "engine/task.h"
 
 namespace durasim {
 
-// routing.md 2 and 3.1 step 1: loads are counted, and observations kept, over one 60 s window.
-inline constexpr int64_t kRoutingWindowMs = 60000;
-// routing.md 2: one bucket per second, 60 buckets per direction.
-inline constexpr int64_t kRoutingBucketMs = 1000;
-inline constexpr int64_t kRoutingBucketCount = 60;
 // routing.md 3.1 step 5: the observation map holds at most 1024 shards.
 inline constexpr std::size_t kRoutingMaxObservedShards = 1024;
 // routing.md 3: RoutingClientOptions::softBacklogLimit default.
@@ -45,87 +43,7 @@ inline constexpr int64_t kRoutingShrinkBacklogFactor = 4;
 inline constexpr char kRoutingShardPrefix[] = "shard-";
 
 // ---------------------------------------------------------------------------------------------
-// 1. Result envelope and load snapshot (ErrorInfo is the one of engine/errors.h)
-
-struct ProcessingLoad {
-  int64_t inFlight = 0;                       // started, not finished
-  int64_t completed = 0;                      // finished within the window
-  std::optional<double> averageProcessingMs;  // nullopt iff completed == 0
-  friend bool operator==(const ProcessingLoad&, const ProcessingLoad&) = default;
-};
-struct OutboundLoad : ProcessingLoad {
-  int64_t pendingDeliveries = 0;
-  friend bool operator==(const OutboundLoad&, const OutboundLoad&) = default;
-};
-struct LoadSnapshot {
-  int64_t observedAt = 0;  // clock time of the snapshot
-  int64_t windowMs = kRoutingWindowMs;
-  ProcessingLoad inbound;
-  OutboundLoad outbound;
-  friend bool operator==(const LoadSnapshot&, const LoadSnapshot&) = default;
-};
-
-// Exactly one of value / error is set, matching success; load is always present.
-template <class T>
-struct EnqueueResult {
-  bool success = false;
-  std::optional<T> value;
-  std::optional<ErrorInfo> error;
-  LoadSnapshot load;
-
-  static EnqueueResult ok(T value, LoadSnapshot load) {
-    EnqueueResult result;
-    result.success = true;
-    result.value.emplace(std::move(value));
-    result.load = std::move(load);
-    return result;
-  }
-  static EnqueueResult rejected(ErrorInfo error, LoadSnapshot load) {
-    EnqueueResult result;
-    result.success = false;
-    result.error.emplace(std::move(error));
-    result.load = std::move(load);
-    return result;
-  }
-};
-
-// ---------------------------------------------------------------------------------------------
-// 2. RoutingLoad (server side, in memory; eviction resets everything)
-
-enum class Direction { inbound, outbound };
-
-class RoutingLoad {
- public:
-  explicit RoutingLoad(Clock& clock);
-  // inFlight[dir] += 1 now; the returned finish is idempotent: its first call decrements inFlight
-  // and records one sample of the elapsed ms in the bucket of the current second.
-  std::function<void()> begin(Direction direction);
-  // inFlight live, completed / average over the buckets of (nowSec - 60, nowSec].
-  LoadSnapshot snapshot(int64_t pendingDeliveries) const;
-
- private:
-  struct Bucket {
-    int64_t second = -1;
-    int64_t count = 0;
-    int64_t durationSum = 0;
-  };
-  struct PerDirection {
-    int64_t inFlight = 0;
-    std::array<Bucket, kRoutingBucketCount> buckets{};
-  };
-  struct State {
-    Clock* clock;
-    PerDirection inbound, outbound;
-    PerDirection& of(Direction d) { return d == Direction::inbound ? inbound : outbound; }
-  };
-  // Shared with every finish, so a finish outliving this object stays harmless.
-  std::shared_ptr<State> state_;
-};
-
-using DurabilityRouting = RoutingLoad;  // the object-side observer
-
-// ---------------------------------------------------------------------------------------------
-// 3. RoutingClient (caller side)
+// RoutingClient (caller side)
 
 struct ShardAddress {
   std::string shard;

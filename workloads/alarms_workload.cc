@@ -1,8 +1,9 @@
 // The alarms workload: AlarmApp objects (shared scheduler + named alarms, one handler behaviour per
 // name family) driven by clients that schedule, replace, cancel and purge under crashes, storage
-// faults and alarm retries, retrying uncertain outcomes. Each seed draws the scheduler's options
-// (alarmConcurrency 1, 2 or 10; alarmMinDelayMs in [1000, 15000]) and states them, with the handler
-// families' retry policies, in its "workload.config" event. It feeds every SCH and ALM invariant.
+// faults and alarm retries, retrying uncertain outcomes (workloads/client.h). Each seed draws the
+// scheduler's options (alarmConcurrency 1, 2 or 10; alarmMinDelayMs in [1000, 15000]) and states
+// them, with the handler families' retry policies, in its "workload.config" event. It feeds every
+// SCH and ALM invariant.
 #include "workloads/alarms_workload.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "engine/conventions.h"
 #include "sim/object_runtime.h"
 #include "workloads/alarm_app.h"
+#include "workloads/client.h"
 #include "workloads/options.h"
 
 namespace durasim::workloads {
@@ -23,7 +25,7 @@ constexpr int64_t kDefaultNamesPerFamily = 1;
 constexpr int64_t kMaxThinkMs = 5'000;
 constexpr int64_t kScheduleAheadMinMs = -5'000, kScheduleAheadMaxMs = 60'000;
 constexpr int64_t kPurgeLookBackMs = 120'000;
-constexpr int64_t kRetryBackoffMs = 500;
+constexpr Backoff kRetryBackoff{500, 10'000};  // 500 ms more after each uncertain attempt, at most 10 s
 constexpr int64_t kHandoffMs = 30'000;  // below "long.*" handlers' run time, so handoffs happen
 constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
 
@@ -57,6 +59,7 @@ class AlarmsWorkload final : public Workload {
     runtime_->define_class(AlarmApp::kClass, [config, names, injector](ObjectContext& ctx) {
       return std::make_unique<AlarmApp>(ctx, config, names, injector);
     });
+    client_ = std::make_unique<ObjectClient>(world, runtime_->client(AlarmApp::kClass), kPlainCallStyle);
   }
 
   void start(sim::World& world) override {
@@ -79,7 +82,7 @@ class AlarmsWorkload final : public Workload {
   nlohmann::json metrics() const override {
     int64_t incarnations = 0;
     for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
-    return {{"calls", calls_}, {"retries", retries_}, {"incarnations", incarnations},
+    return {{"calls", client_->calls()}, {"retries", client_->uncertain()}, {"incarnations", incarnations},
             {"alarmConcurrency", config_.scheduler.alarmConcurrency}, {"alarmMinDelayMs", config_.scheduler.alarmMinDelayMs}};
   }
 
@@ -126,35 +129,21 @@ class AlarmsWorkload final : public Workload {
           args = {{"before", std::max<int64_t>(0, world_->now() - draw(0, kPurgeLookBackMs))}};
           break;
       }
-      co_await perform(target, method, args);
+      // Each call is idempotent in effect (a repeated schedule replaces with the same time, cancel and
+      // purge repeat harmlessly), so an uncertain outcome is retried until it is known.
+      Task<Settled> performing = client_->callUntilDefinite(target, method, args, kRetryBackoff);
+      co_await performing;
     }
     ++clients_done_;
-  }
-
-  // Retries an uncertain outcome until it is known to have been applied (each call is idempotent
-  // in effect: a repeated schedule replaces with the same time, cancel and purge repeat harmlessly).
-  Task<void> perform(const std::string& target, const std::string& method, const nlohmann::json& args) {
-    for (int64_t attempt = 1;; ++attempt) {
-      ++calls_;
-      try {
-        Stub stub = runtime_->client(AlarmApp::kClass).get(target);
-        Task<nlohmann::json> calling = stub.call(method, args);
-        co_await calling;
-        co_return;
-      } catch (const RpcError& e) {
-        if (e.overloaded() && !e.durableObjectReset()) co_return;  // refused, never executed
-      }
-      ++retries_;
-      co_await world_->sleep_for(kRetryBackoffMs * std::min<int64_t>(attempt, 20));
-    }
   }
 
   sim::World* world_ = nullptr;
   sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
+  std::unique_ptr<ObjectClient> client_;
   AlarmAppConfig config_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0, namesPerFamily_ = 0;
-  int64_t clients_done_ = 0, calls_ = 0, retries_ = 0;
+  int64_t clients_done_ = 0;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@
 
 #include "engine/alarms.h"
 #include "engine/log.h"
-#include "engine/routing.h"
+#include "engine/load.h"
 #include "engine/scheduler.h"
 
 namespace durasim::workloads {

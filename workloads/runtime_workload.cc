@@ -1,13 +1,14 @@
 // The runtime workload: `Counter` objects that write idempotently, set alarms, call each other and
 // archive to the cold store, driven by clients that retry uncertain outcomes with the same operation
-// id. Its checks are the counters that must add up across every crash (RT-05, RT-06, RT-16), every
-// acknowledged archive present in the cold store (RT-20); the runtime's own checks (RT-14, RT-24 among
-// them) come from properties/runtime_checks.h like every workload's.
+// id (workloads/client.h). Its checks are the counters that must add up across every crash (RT-05,
+// RT-06, RT-16), every acknowledged archive present in the cold store (RT-20); the runtime's own
+// checks (RT-14, RT-24 among them) come from properties/runtime_checks.h like every workload's.
 #include "workloads/runtime_workload.h"
 
 #include <map>
 
 #include "sim/object_runtime.h"
+#include "workloads/client.h"
 #include "workloads/options.h"
 
 namespace durasim::workloads {
@@ -19,6 +20,7 @@ constexpr int64_t kDefaultOpsPerClient = 30;
 constexpr int64_t kMaxThinkMs = 2'000;
 constexpr int64_t kMaxAlarmDelayMs = 30'000;
 constexpr int64_t kRetryBackoffMs = 500;
+constexpr Backoff kClientBackoff{kRetryBackoffMs, 20 * kRetryBackoffMs};  // clients: 500 ms more per uncertain attempt
 constexpr int64_t kRelayAttempts = 3;
 constexpr int64_t kHangMinMs = 60'000, kHangMaxMs = 1'800'000;  // runtime.md 11.2 workload.handler_hang
 constexpr const char* kClass = "Counter";
@@ -124,7 +126,6 @@ struct Ledger {
   std::set<std::string> archived;            // cold keys of acknowledged archives
   std::set<std::string> relayed;             // op ids of acknowledged relays ("<op>/relay" on the target)
   std::map<std::string, std::string> refused;  // op id -> object, refused as overloaded (never executed)
-  int64_t retries = 0, calls = 0;
 };
 
 class RuntimeWorkload final : public Workload {
@@ -151,6 +152,7 @@ class RuntimeWorkload final : public Workload {
     runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults, options);
     sim::FaultInjector* injector = &faults;
     runtime_->define_class(kClass, [injector](ObjectContext& ctx) { return std::make_unique<Counter>(ctx, *injector); });
+    client_ = std::make_unique<ObjectClient>(world, runtime_->client(kClass), kPlainCallStyle);
   }
 
   void start(sim::World& world) override {
@@ -181,7 +183,7 @@ class RuntimeWorkload final : public Workload {
   nlohmann::json metrics() const override {
     int64_t incarnations = 0;
     for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
-    return {{"calls", ledger_.calls}, {"retries", ledger_.retries}, {"acked", ledger_.acked.size()},
+    return {{"calls", client_->calls()}, {"retries", client_->uncertain()}, {"acked", ledger_.acked.size()},
             {"refused", ledger_.refused.size()}, {"incarnations", incarnations}};
   }
 
@@ -287,32 +289,25 @@ class RuntimeWorkload final : public Workload {
     ++clients_done_;
   }
 
+  // Retries an uncertain outcome until it is known. A refusal says the operation never ran only on
+  // its first attempt: after an uncertain one, that attempt may have run.
   Task<void> perform(std::string target, std::string method, nlohmann::json args, std::string op) {
-    for (int64_t attempt = 1;; ++attempt) {
-      ++ledger_.calls;
-      try {
-        Stub stub = runtime_->client(kClass).get(target);
-        Task<nlohmann::json> calling = stub.call(method, args);
-        nlohmann::json reply = co_await calling;
-        ledger_.acked[op] = target;
-        if (method == "archive") ledger_.archived.insert(reply.at("key").get<std::string>());
-        if (method == "relay") ledger_.relayed.insert(op);
-        co_return;
-      } catch (const RpcError& e) {
-        if (e.overloaded() && !e.durableObjectReset()) {
-          if (attempt == 1) ledger_.refused[op] = target;  // never executed: may not be retried
-          co_return;
-        }
-      }
-      ++ledger_.retries;
-      co_await world_->sleep_for(kRetryBackoffMs * std::min<int64_t>(attempt, 20));
+    Task<Settled> performing = client_->callUntilDefinite(target, method, args, kClientBackoff);
+    const Settled settled = co_await performing;
+    if (!settled.reply.ok()) {
+      if (settled.attempts == 1) ledger_.refused[op] = target;
+      co_return;
     }
+    ledger_.acked[op] = target;
+    if (method == "archive") ledger_.archived.insert(settled.reply.value.at("key").get<std::string>());
+    if (method == "relay") ledger_.relayed.insert(op);
   }
 
   sim::World* world_ = nullptr;
   faults::FaultPlan* faults_ = nullptr;
   sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
+  std::unique_ptr<ObjectClient> client_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0;
   std::optional<std::string> storage_dir_;  // file-backed object stores (option storage_dir)
   int64_t clients_done_ = 0;

@@ -1,0 +1,123 @@
+// The log workload's consumer groups: each reads every partition from its cursor, handles the page
+// (an `app.consume` event), then commits its nextOffset. After a LogTruncatedError
+// (`app.consume.truncated`) a group resumes at bounds().oldestOffset when its offset was trimmed,
+// else (a lost cold segment) at the next offset. A call whose outcome is uncertain leaves the
+// group's position unknown: it asks its cursor again on the next round.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/log_roles.h"
+
+namespace durasim::workloads {
+namespace {
+
+struct GroupPosition {
+  std::optional<int64_t> from;       // where the next read starts; unknown after an uncertain call
+  std::optional<int64_t> committed;  // the durable cursor as last known
+};
+
+// The partition's bounds().oldestOffset, or nullopt when the call's outcome is uncertain.
+Task<std::optional<int64_t>> oldestOffset(LogRun& run, const std::string& name) {
+  const nlohmann::json none = nlohmann::json::object();
+  Task<Reply> bounding = run.client->call(name, "bounds", none);
+  const Reply bounds = co_await bounding;
+  if (!bounds.ok()) co_return std::nullopt;
+  co_return bounds.value.at("oldestOffset").get<int64_t>();
+}
+
+// The group's cursor, or the oldest readable offset for a group that never committed.
+Task<std::optional<int64_t>> startOffset(LogRun& run, const std::string& name, const std::string& group,
+                                         GroupPosition& position) {
+  const nlohmann::json args = {{"consumer", group}};
+  Task<Reply> asking = run.client->call(name, "cursor", args);
+  const Reply cursor = co_await asking;
+  if (!cursor.ok()) co_return std::nullopt;
+  if (!cursor.value.is_null()) {
+    position.committed = cursor.value.get<int64_t>();
+    co_return position.committed;
+  }
+  Task<std::optional<int64_t>> locating = oldestOffset(run, name);
+  co_return co_await locating;
+}
+
+// Where a group goes on after a read of `from` threw LogTruncatedError: to oldestOffset when `from`
+// was trimmed, else (a cold segment holding `from` is lost) to the next offset, so readable
+// segments between the lost one and the hot window are not skipped. nullopt: bounds unknown.
+Task<std::optional<int64_t>> resumeAfterTruncation(LogRun& run, const std::string& name, int64_t from) {
+  Task<std::optional<int64_t>> asking = oldestOffset(run, name);
+  const std::optional<int64_t> oldest = co_await asking;
+  if (!oldest) co_return std::nullopt;
+  co_return from < *oldest ? *oldest : from + 1;
+}
+
+// One read-handle-commit step of `group` on partition `i`; returns whether it made progress.
+Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPosition& position) {
+  const std::string name = partitionName(i);
+  if (!position.from) {
+    Task<std::optional<int64_t>> locating = startOffset(run, name, group, position);
+    position.from = co_await locating;
+    if (!position.from) co_return false;
+  }
+  const int64_t from = *position.from;
+  const nlohmann::json readArgs = {{"from", from}, {"limit", run.draw(1, 2 * run.base.maxBatchSize)}};
+  Task<Reply> reading = run.client->call(name, "read", readArgs);
+  const Reply page = co_await reading;
+  if (page.failedWith("LogTruncatedError")) {
+    ++run.counts.truncations;
+    Task<std::optional<int64_t>> resuming = resumeAfterTruncation(run, name, from);
+    const std::optional<int64_t> resume = co_await resuming;
+    if (!resume) {
+      position.from.reset();
+      co_return false;
+    }
+    run.world->emit("app.consume.truncated", {{"partition", partitionLabel(name)}, {"group", group},
+                                              {"requested", page.value.at("requestedOffset")},
+                                              {"oldest", page.value.at("oldestOffset")}, {"resume", *resume}});
+    position.from = *resume;
+    co_return true;
+  }
+  if (!page.ok()) {
+    position.from.reset();
+    co_return false;
+  }
+  const nlohmann::json& records = page.value.at("records");
+  const int64_t next = page.value.at("nextOffset").get<int64_t>();
+  if (!records.empty()) {
+    nlohmann::json offsets = nlohmann::json::array();
+    for (const nlohmann::json& r : records) offsets.push_back(r.at("offset"));
+    run.counts.consumed += static_cast<int64_t>(records.size());
+    run.world->emit("app.consume", {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", offsets}});
+  }
+  if (next <= position.committed.value_or(0)) co_return false;
+  const nlohmann::json commitArgs = {{"consumer", group}, {"offset", next}};
+  Task<Reply> committing = run.client->call(name, "commit", commitArgs);
+  const Reply committed = co_await committing;
+  if (committed.ok()) {
+    position.from = next;
+    position.committed = next;
+  } else {
+    position.from.reset();
+  }
+  co_return true;
+}
+
+}  // namespace
+
+Task<void> consumerGroup(LogRun& run, int64_t g) {
+  std::vector<GroupPosition> positions(static_cast<std::size_t>(run.partitions));
+  const int64_t pollMs = run.pollInterval(g);
+  int64_t idleMs = pollMs;
+  for (;;) {
+    bool worked = false;
+    for (int64_t i = 0; i < run.partitions; ++i) {
+      const std::string name = groupName(g);
+      Task<bool> consuming = consumeOnce(run, name, i, positions[static_cast<std::size_t>(i)]);
+      worked = co_await consuming || worked;
+    }
+    idleMs = LogRun::nextPause(worked, pollMs, idleMs);
+    co_await run.world->sleep_for(idleMs);
+  }
+}
+
+}  // namespace durasim::workloads

@@ -1,0 +1,157 @@
+// The log workload's producers: each pushes `ops` batches through a RoutingClient (default
+// selection over "shard-0".."shard-(w-1)", a push deadline), with record keys "<producer>-<seq>".
+// An uncertain outcome (RPC failure, lost reply, RoutingTimeoutError) is retried with the same batch
+// and keys, pinned to the shard the first attempt reached, until a definite answer. Some batches are
+// invalid (empty, oversized, an empty key) and must be rejected (LOG-14); every accepted batch is an
+// `app.produce` event.
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "engine/errors.h"
+#include "sim/async_event.h"
+#include "workloads/log_roles.h"
+
+namespace durasim::workloads {
+namespace {
+
+constexpr int64_t kMaxThinkMs = 4'000;
+constexpr int64_t kMaxPadBytes = 200;
+constexpr uint32_t kInvalidBatchPpm = 60'000;  // 6% of batches are invalid
+constexpr Backoff kPushBackoff{500, 30'000};
+
+// Forwards a routing client's `rte.*` events to the trace, naming the client.
+std::function<void(std::string_view, nlohmann::json)> tracing(sim::World* world, const char* client) {
+  return [world, client](std::string_view event, nlohmann::json fields) {
+    fields["client"] = client;
+    world->emit(std::string(event), std::move(fields));
+  };
+}
+
+}  // namespace
+
+LogProducers::LogProducers(LogRun& run)
+    : run_(run), clock_(*run.world), random_(run.world->random(), run.world->random().stream("workload.log.routing")) {
+  sim::World* world = run_.world;
+  AppendClient::Options options;
+  options.invoke = [this](const ShardAddress& address, const AppendBatch& batch) { return invokeAppend(address, batch); };
+  options.probe = tracing(world, "routed");
+  options.softBacklogLimit = run_.softBacklogLimit;
+  options.makeEvent = [this, world] { return std::make_shared<sim::SimAsyncEvent>(world->executor(), sleepingWaits_); };
+  options.background = [world](Task<void> work) { world->tasks().spawn("log.append.invoke", std::move(work)); };
+  routed_.emplace(AppendClient(clock_, random_, options).withTimeout(run_.pushTimeoutMs));
+  options.sharding = [](const AppendBatch&, const std::optional<nlohmann::json>& context, const Observations&) {
+    return ShardAddress{context->at("shard").get<std::string>(), std::nullopt};
+  };
+  options.probe = tracing(world, "pinned");
+  pinned_.emplace(AppendClient(clock_, random_, options).withTimeout(run_.pushTimeoutMs));
+}
+
+Task<void> LogProducers::producer(int64_t p) {
+  int64_t seq = 0;
+  for (int64_t i = 0; i < run_.ops; ++i) {
+    co_await run_.world->sleep_for(run_.draw(0, kMaxThinkMs));
+    const bool invalid = run_.chance(kInvalidBatchPpm);
+    nlohmann::json records = nlohmann::json::array();
+    if (invalid) {
+      records = invalidBatch(p, seq);
+    } else {
+      const int64_t size = run_.draw(1, run_.base.maxBatchSize);
+      for (int64_t r = 0; r < size; ++r) records.push_back(record(p, seq++));
+    }
+    Task<void> producing = produce(p, records, invalid);
+    co_await producing;
+  }
+  ++run_.counts.producersDone;
+}
+
+// "shard-<i>" is served by partition p(i mod partitions).
+std::string LogProducers::partitionOfShard(const std::string& shard) const {
+  const int64_t index = std::stoll(shard.substr(std::string(kRoutingShardPrefix).size()));
+  return partitionName(index % run_.partitions);
+}
+
+Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const AppendBatch& batch) {
+  *batch.shard = address.shard;
+  const std::string name = partitionOfShard(address.shard);
+  Stub stub = run_.runtime->client(LogPartition::kClass).get(name);
+  const std::string method = "append";
+  const nlohmann::json args = {{"records", batch.records}};
+  ++calls_;
+  Task<nlohmann::json> calling = stub.call(method, args);
+  const nlohmann::json reply = co_await calling;
+  co_return appendResultFromJson(reply);
+}
+
+nlohmann::json LogProducers::record(int64_t p, int64_t seq) {
+  const std::string pad(static_cast<std::size_t>(run_.draw(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
+  return {{"key", producerName(p) + "-" + std::to_string(seq)},
+          {"body", {{"producer", p}, {"seq", seq}, {"pad", pad}}}};
+}
+
+// A batch the log must reject: empty, one record over maxBatchSize, or a record with an empty key.
+nlohmann::json LogProducers::invalidBatch(int64_t p, int64_t& seq) {
+  nlohmann::json records = nlohmann::json::array();
+  switch (run_.draw(0, 2)) {
+    case 0:
+      break;
+    case 1:
+      for (int64_t i = 0; i <= run_.base.maxBatchSize; ++i) records.push_back(record(p, seq++));
+      break;
+    default:
+      records.push_back(record(p, seq++));
+      records.push_back({{"key", ""}, {"body", {{"producer", p}, {"seq", -1}}}});
+      break;
+  }
+  return records;
+}
+
+// Pushes until a definite answer; retries go to the shard the first attempt reached.
+Task<void> LogProducers::produce(int64_t p, const nlohmann::json& records, bool invalid) {
+  std::string shard;  // empty until an attempt reached one
+  const std::function<Task<Reply>()> attempt = [this, &records, &shard] { return pushOnce(records, shard); };
+  Task<Settled> pushing = retryUntilDefinite(*run_.world, kPushBackoff, attempt);
+  const Settled settled = co_await pushing;
+  settleAppend(p, records, invalid, settled.reply, shard);
+}
+
+// One push of `records`: routed while `shard` is empty, else pinned to it; `shard` becomes the
+// shard this push reached, if any.
+Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& shard) {
+  AppendBatch batch{records};
+  Reply reply;
+  try {
+    const nlohmann::json context = {{"shard", shard}};
+    Task<AppendResult> pushing = shard.empty() ? routed_->push(batch) : pinned_->push(batch, context);
+    const AppendResult result = co_await pushing;
+    reply = classifyEnqueue(result);
+  } catch (const RpcError&) {
+  } catch (const RoutingTimeoutError&) {
+  }
+  if (!batch.shard->empty()) shard = *batch.shard;
+  if (!reply.definite()) ++uncertain_;
+  co_return reply;
+}
+
+void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply,
+                                const std::string& shard) {
+  if (invalid) {
+    run_.expectations.check("LOG-14", !reply.ok(), [&] {
+      return "an invalid batch of " + std::to_string(records.size()) + " records was accepted by " + shard;
+    });
+    return;
+  }
+  if (!reply.ok()) {
+    ++run_.counts.rejected;
+    return;
+  }
+  nlohmann::json keys = nlohmann::json::array();
+  for (const nlohmann::json& r : records) keys.push_back(r.at("key"));
+  run_.counts.appended += static_cast<int64_t>(records.size());
+  run_.world->emit("app.produce", {{"partition", partitionLabel(partitionOfShard(shard))},
+                                   {"producer", producerName(p)},
+                                   {"keys", keys},
+                                   {"offsets", reply.value}});
+}
+
+}  // namespace durasim::workloads

@@ -1,0 +1,139 @@
+// The roles of the log workload (log_workload.cc wires them) and the state they share in one run:
+// producers (log_producers.cc), consumer groups (log_groups.cc), leased pollers (log_leasers.cc)
+// and the cold lifecycle mirror (log_mirror.cc). The roles draw from the workload's stream (the
+// routing clients from their own) and check the definite answers they get against what the spec
+// requires (LOG-14, LSE-04, LSE-11, LSE-16) in the shared expectations.
+// Names: partitions "p<i>" (objects "LogPartition/p<i>"), producers "P<i>", groups "g<i>", leased
+// consumers "L<i>"; shard "shard-<i>" is served by partition p(i mod partitions).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/routing.h"
+#include "engine/task.h"
+#include "sim/object_runtime.h"
+#include "sim/stream_random.h"
+#include "sim/tally.h"
+#include "sim/world.h"
+#include "workloads/client.h"
+#include "workloads/log_partition.h"
+
+namespace durasim::workloads {
+
+// How often consumers poll: the first group (or leased consumer) every kMinPollMs, the others at
+// an interval drawn in [kSlowPollMinMs, kSlowPollMaxMs], so that they fall behind the hot window
+// (cold reads, truncation); a consumer that found nothing doubles its pause up to kMaxIdleMs.
+inline constexpr int64_t kMinPollMs = 200, kMaxIdleMs = 30'000;
+inline constexpr int64_t kSlowPollMinMs = 2'000, kSlowPollMaxMs = 45'000;
+
+// LogPartition answers in the library envelope; a refused call carries no answer of the partition,
+// so the roles treat it as uncertain.
+inline constexpr CallStyle kPartitionCallStyle{true, false};
+
+// "<prefix><i>" (appended rather than concatenated, which g++ 12 misreports under -Wrestrict).
+inline std::string numbered(const char* prefix, int64_t i) {
+  std::string text = prefix;
+  text += std::to_string(i);
+  return text;
+}
+inline std::string partitionName(int64_t i) { return numbered("p", i); }
+inline std::string producerName(int64_t p) { return numbered("P", p); }
+inline std::string groupName(int64_t g) { return numbered("g", g); }
+inline std::string leaserName(int64_t c) { return numbered("L", c); }
+// The object label of partition `name`, as the trace names it.
+inline std::string partitionLabel(const std::string& name) { return std::string(LogPartition::kClass) + "/" + name; }
+
+// What the roles count, for the workload's metrics.
+struct LogCounts {
+  int64_t appended = 0, rejected = 0, consumed = 0, leased = 0, truncations = 0, forgets = 0;
+  int64_t producersDone = 0;
+};
+
+// The state of one run of the log workload. REQUIRES: it outlives every role's task.
+struct LogRun {
+  sim::World* world = nullptr;
+  sim::StreamId stream;  // "workload.log": every draw of every role
+  int64_t partitions = 0, producers = 0, groups = 0, leasers = 0, ops = 0;
+  LogPartitionConfig base;  // drawn per seed; partition noLeases has no leases option
+  std::map<std::string, LogPartitionConfig> configs;
+  int64_t noLeases = 0;
+  int64_t pushTimeoutMs = 0, softBacklogLimit = 0;
+  std::unique_ptr<sim::ObjectRuntime> runtime;
+  std::unique_ptr<ObjectClient> client;  // calls to the partitions
+  sim::Tallies expectations;             // the definite answers checked against the spec
+  bool healed = false;
+  LogCounts counts;
+
+  int64_t draw(int64_t lo, int64_t hi) { return world->random().between(stream, lo, hi); }
+  bool chance(uint32_t ppm) { return world->random().chance(stream, ppm); }
+  bool leased(int64_t partition) const { return partition != noLeases; }
+  int64_t pollersPerLeaser() const { return base.leases->maxParallelism + 1; }
+  // The pause between rounds of consumer number `consumer` (drawn for all but the first).
+  int64_t pollInterval(int64_t consumer) { return consumer == 0 ? kMinPollMs : draw(kSlowPollMinMs, kSlowPollMaxMs); }
+  // The pause after a round that did (or did not) make progress.
+  static int64_t nextPause(bool worked, int64_t pollMs, int64_t idleMs) {
+    return worked ? pollMs : std::min(std::max(kMaxIdleMs, pollMs), idleMs * 2);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Producers (log_producers.cc)
+
+// One producer batch as the routing client carries it; `shard` is filled by the invoke that runs.
+struct AppendBatch {
+  nlohmann::json records;
+  std::shared_ptr<std::string> shard = std::make_shared<std::string>();
+};
+using AppendResult = EnqueueResult<std::vector<int64_t>>;
+using AppendClient = RoutingClient<AppendBatch, std::vector<int64_t>>;
+
+// The producers and the two routing clients they push through: `routed` (default selection) for a
+// batch's first push, `pinned` (to the shard the first push reached) for its retries.
+class LogProducers {
+ public:
+  // Creates the "workload.log.routing" stream and the routing clients.
+  explicit LogProducers(LogRun& run);
+  LogProducers(const LogProducers&) = delete;
+  LogProducers& operator=(const LogProducers&) = delete;
+
+  // Producer `p`: ops batches, each pushed until its answer is definite.
+  Task<void> producer(int64_t p);
+  int64_t calls() const { return calls_; }
+  int64_t uncertain() const { return uncertain_; }
+
+ private:
+  Task<AppendResult> invokeAppend(const ShardAddress& address, const AppendBatch& batch);
+  nlohmann::json record(int64_t p, int64_t seq);
+  nlohmann::json invalidBatch(int64_t p, int64_t& seq);
+  Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid);
+  Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
+  void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply, const std::string& shard);
+  std::string partitionOfShard(const std::string& shard) const;
+
+  LogRun& run_;
+  sim::WorldClock clock_;
+  sim::StreamRandom random_;
+  std::optional<AppendClient> routed_, pinned_;
+  int64_t sleepingWaits_ = 0;  // timed waits of push deadlines (the SimAsyncEvent counter)
+  int64_t calls_ = 0, uncertain_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The other roles: each runs until the run ends.
+
+// Consumer group `g` (log_groups.cc).
+Task<void> consumerGroup(LogRun& run, int64_t g);
+// Poller `k` of leased consumer `c` (log_leasers.cc).
+Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k);
+// The cold lifecycle mirror (log_mirror.cc).
+Task<void> coldMirror(LogRun& run);
+
+}  // namespace durasim::workloads
