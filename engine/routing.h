@@ -23,6 +23,7 @@
 
 #include "engine/errors.h"
 #include "engine/load.h"
+#include "engine/routing_events.h"
 #include "engine/runtime.h"
 #include "engine/runtime_errors.h"
 #include "engine/task.h"
@@ -200,7 +201,7 @@ class RoutingClient {
     nlohmann::json loads = nlohmann::json::object();
     for (const auto& [shard, load] : observed) loads[shard] = detail::loadToJson(load);
     const std::optional<int64_t> last = shared.core.lastResizeAt();
-    emit(shared, "rte.push.begin",
+    emit(shared, routing_events::kPushBegin,
          {{"push", push},
           {"width", shared.core.width()},
           {"lastResizeAt", last ? nlohmann::json(*last) : nlohmann::json()},
@@ -221,7 +222,7 @@ class RoutingClient {
       ShardAddress address = custom ? shared.options.sharding(input, merged, observed)
                                     : shared.core.select(observed, *shared.random, &draws);
       if (probing(shared))
-        emit(shared, "rte.select",
+        emit(shared, routing_events::kSelect,
              {{"push", push},
               {"shard", address.shard},
               {"hint", address.locationHint ? nlohmann::json(*address.locationHint) : nlohmann::json()},
@@ -229,17 +230,17 @@ class RoutingClient {
       if (address.shard.empty()) throw RoutingError();
       return address;
     } catch (const std::exception& e) {
-      if (probing(shared)) emit(shared, "rte.push.refused", {{"push", push}, {"message", e.what()}});
+      if (probing(shared)) emit(shared, routing_events::kPushRefused, {{"push", push}, {"message", e.what()}});
       throw;
     } catch (...) {
-      if (probing(shared)) emit(shared, "rte.push.refused", {{"push", push}, {"message", "non-standard exception"}});
+      if (probing(shared)) emit(shared, routing_events::kPushRefused, {{"push", push}, {"message", "non-standard exception"}});
       throw;
     }
   }
 
   static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late) {
     if (!probing(shared)) return;
-    emit(shared, "rte.reply",
+    emit(shared, routing_events::kReply,
          {{"push", push},
           {"shard", shard},
           {"success", response.success},
@@ -253,7 +254,7 @@ class RoutingClient {
   static void observe(Shared& shared, int64_t push, const std::string& shard, const LoadSnapshot& load) {
     const detail::ObservationOutcome outcome = shared.core.record(shard, load);
     if (probing(shared))
-      emit(shared, "rte.observe",
+      emit(shared, routing_events::kObserve,
            {{"push", push},
             {"shard", shard},
             {"observedAt", load.observedAt},
@@ -267,7 +268,7 @@ class RoutingClient {
     shared.core.resize(load, shared.clock->now(), shared.options.softBacklogLimit);
     if (!probing(shared)) return;
     const std::optional<int64_t> lastAfter = shared.core.lastResizeAt();
-    emit(shared, "rte.resize",
+    emit(shared, routing_events::kResize,
          {{"push", push},
           {"load", detail::loadToJson(load)},
           {"softBacklogLimit", shared.options.softBacklogLimit},
@@ -290,30 +291,30 @@ class RoutingClient {
         Task<Result> racing = invokeWithTimeout(shared, push, address, input, *timeoutMs);
         response.emplace(co_await racing);
       } else {
-        if (probing(*shared)) emit(*shared, "rte.invoke.start", {{"push", push}, {"shard", address.shard}});
+        if (probing(*shared)) emit(*shared, routing_events::kInvokeStart, {{"push", push}, {"shard", address.shard}});
         Task<Result> call = shared->options.invoke(address, input);
         response.emplace(co_await call);
       }
     } catch (const RoutingTimeoutError& e) {
-      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "timeout"}, {"message", e.what()}});
+      if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "timeout"}, {"message", e.what()}});
       throw;
     } catch (const std::exception& e) {
-      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "threw"}, {"message", e.what()}});
+      if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "threw"}, {"message", e.what()}});
       throw;
     } catch (...) {
-      if (probing(*shared)) emit(*shared, "rte.push.failed", {{"push", push}, {"outcome", "threw"}, {"message", "non-standard exception"}});
+      if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "threw"}, {"message", "non-standard exception"}});
       throw;
     }
     emitReply(*shared, push, address.shard, *response, false);
     observe(*shared, push, address.shard, response->load);
-    if (probing(*shared)) emit(*shared, "rte.push.return", {{"push", push}, {"success", response->success}});
+    if (probing(*shared)) emit(*shared, routing_events::kPushReturn, {{"push", push}, {"success", response->success}});
     co_return std::move(*response);
   }
 
   static Task<void> runInvoke(std::shared_ptr<Shared> shared, int64_t push, ShardAddress address, Input input,
                               std::shared_ptr<TimedCall> call) {
     call->startedAt = shared->clock->now();
-    if (probing(*shared)) emit(*shared, "rte.invoke.start", {{"push", push}, {"shard", address.shard}});
+    if (probing(*shared)) emit(*shared, routing_events::kInvokeStart, {{"push", push}, {"shard", address.shard}});
     try {
       Task<Result> invoked = shared->options.invoke(address, input);
       call->result.emplace(co_await invoked);
@@ -322,7 +323,7 @@ class RoutingClient {
     }
     if (call->abandoned && probing(*shared)) {
       if (call->result) emitReply(*shared, push, address.shard, *call->result, true);
-      else emit(*shared, "rte.late.failure", {{"push", push}});
+      else emit(*shared, routing_events::kLateFailure, {{"push", push}});
     }
     call->done->set();
   }

@@ -2,6 +2,7 @@
 #include "properties/routing_checks.h"
 
 
+#include "engine/routing_events.h"
 #include "properties/event_fields.h"
 
 namespace durasim::properties {
@@ -24,20 +25,20 @@ RoutingChecks::RoutingChecks() {
 
 void RoutingChecks::record(const json& e) {
   const auto ev = e.find("ev");
-  if (ev == e.end() || !ev->is_string() || ev->get_ref<const std::string&>().rfind("rte.", 0) != 0) return;
+  if (ev == e.end() || !ev->is_string() || ev->get_ref<const std::string&>().rfind(routing_events::kPrefix, 0) != 0) return;
   const std::string& name = ev->get_ref<const std::string&>();
   const std::string label = e.contains("client") && e.at("client").is_string() ? e.at("client").get<std::string>() : "";
   Client& client = clients_[label];
   try {
-    if (name == "rte.push.begin") return onBegin(client, e);
-    if (name == "rte.select") return onSelect(client, e);
-    if (name == "rte.push.refused") return onRefused(client, e);
-    if (name == "rte.invoke.start") return onInvoke(client, e);
-    if (name == "rte.reply" || name == "rte.late.failure") return onReply(client, e);
-    if (name == "rte.push.failed") return onFailed(client, e);
-    if (name == "rte.observe") return onObserve(client, e);
-    if (name == "rte.resize") return onResize(client, e);
-    if (name == "rte.push.return") return onReturn(client, e);
+    if (name == routing_events::kPushBegin) return onBegin(client, e);
+    if (name == routing_events::kSelect) return onSelect(client, e);
+    if (name == routing_events::kPushRefused) return onRefused(client, e);
+    if (name == routing_events::kInvokeStart) return onInvoke(client, e);
+    if (name == routing_events::kReply || name == routing_events::kLateFailure) return onReply(client, e);
+    if (name == routing_events::kPushFailed) return onFailed(client, e);
+    if (name == routing_events::kObserve) return onObserve(client, e);
+    if (name == routing_events::kResize) return onResize(client, e);
+    if (name == routing_events::kPushReturn) return onReturn(client, e);
   } catch (const json::exception& error) {
     tallies_.check(invariantFor(name), false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
   }
@@ -45,12 +46,12 @@ void RoutingChecks::record(const json& e) {
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
 const char* RoutingChecks::invariantFor(const std::string& ev) {
-  if (ev == "rte.select") return "RTE-07";
-  if (ev == "rte.observe") return "RTE-05";
-  if (ev == "rte.resize") return "RTE-06";
-  if (ev == "rte.push.refused") return "RTE-10";
-  if (ev == "rte.reply" || ev == "rte.push.return") return "RTE-09";
-  if (ev == "rte.push.failed" || ev == "rte.late.failure") return "RTE-03";
+  if (ev == routing_events::kSelect) return "RTE-07";
+  if (ev == routing_events::kObserve) return "RTE-05";
+  if (ev == routing_events::kResize) return "RTE-06";
+  if (ev == routing_events::kPushRefused) return "RTE-10";
+  if (ev == routing_events::kReply || ev == routing_events::kPushReturn) return "RTE-09";
+  if (ev == routing_events::kPushFailed || ev == routing_events::kLateFailure) return "RTE-03";
   return "RTE-01";
 }
 
@@ -148,7 +149,7 @@ void RoutingChecks::checkLoadShape(const std::string& where, const json& load) {
 void RoutingChecks::onReply(Client& client, const json& e) {
   Push* p = push(client, e, "RTE-09");
   if (!p) return;
-  const bool late = e.at("ev") == "rte.late.failure" || e.at("late").get<bool>();
+  const bool late = e.at("ev") == routing_events::kLateFailure || e.at("late").get<bool>();
   if (late) {
     tallies_.check("RTE-11", p->failed == "timeout" && !p->reply, [&] { return pushName(e) + " had a late outcome without having timed out"; });
     return;

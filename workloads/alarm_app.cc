@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/errors.h"
+#include "engine/scheduler_events.h"
 
 namespace durasim::workloads {
 
@@ -44,7 +45,7 @@ AlarmApp::AlarmApp(ObjectContext& ctx, const AlarmAppConfig& config, int64_t nam
   ctx_.storage.exec("CREATE TABLE IF NOT EXISTS self_chain (name TEXT PRIMARY KEY, count INTEGER NOT NULL)");
   // SCH-12: migrating again applies nothing.
   const MigrationResult again = DurabilityAlarms::migrate(ctx_.storage);
-  ctx_.probe("app.migrate", {{"applied", static_cast<int64_t>(again.applied.size())},
+  ctx_.probe(scheduler_events::kAppMigrate, {{"applied", static_cast<int64_t>(again.applied.size())},
                              {"rolled_back", static_cast<int64_t>(again.rolledBack.size())}});
   probeDuplicateAttach();
 }
@@ -62,7 +63,7 @@ void AlarmApp::probeDuplicateAttach() {
   } catch (const TypeError&) {
     alarmsRefused = true;
   }
-  ctx_.probe("app.attach", {{"second_scheduler_refused", schedulerRefused}, {"second_alarms_refused", alarmsRefused}});
+  ctx_.probe(scheduler_events::kAppAttach, {{"second_scheduler_refused", schedulerRefused}, {"second_alarms_refused", alarmsRefused}});
 }
 
 NamedAlarmOptions AlarmApp::options(int64_t namesPerFamily) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/alarms_schema.h"
 #include "engine/conventions.h"
 #include "sim/object_runtime.h"
 #include "workloads/alarm_app.h"
@@ -96,8 +97,8 @@ class AlarmsWorkload final : public Workload {
     const sim::StoreView& stores = world_->stores();
     for (const sim::ObjectStatus& status : runtime_->status()) {
       const int64_t pendingRows =
-          stores.has_table(status.label, "durability_alarms")
-              ? stores.live(status.label, "SELECT count(*) AS n FROM durability_alarms WHERE status = 'pending'").one().int64("n")
+          stores.has_table(status.label, DURASIM_ALARMS)
+              ? stores.live(status.label, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE status = 'pending'").one().int64("n")
               : 0;
       if (pendingRows > 0) items.push_back(status.label + " has " + std::to_string(pendingRows) + " pending occurrences");
       else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");

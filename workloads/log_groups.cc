@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/log_events.h"
 #include "workloads/log_roles.h"
 
 namespace durasim::workloads {
@@ -71,7 +72,7 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
       position.from.reset();
       co_return false;
     }
-    run.world->emit("app.consume.truncated", {{"partition", partitionLabel(name)}, {"group", group},
+    run.world->emit(log_events::kAppConsumeTruncated, {{"partition", partitionLabel(name)}, {"group", group},
                                               {"requested", page.value.at("requestedOffset")},
                                               {"oldest", page.value.at("oldestOffset")}, {"resume", *resume}});
     position.from = *resume;
@@ -87,7 +88,7 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
     nlohmann::json offsets = nlohmann::json::array();
     for (const nlohmann::json& r : records) offsets.push_back(r.at("offset"));
     run.counts.consumed += static_cast<int64_t>(records.size());
-    run.world->emit("app.consume", {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", offsets}});
+    run.world->emit(log_events::kAppConsume, {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", offsets}});
   }
   if (next <= position.committed.value_or(0)) co_return false;
   const nlohmann::json commitArgs = {{"consumer", group}, {"offset", next}};

@@ -6,6 +6,7 @@
 // leases option must get TypeError (LSE-16). An uncertain answer is never checked.
 #include <string>
 
+#include "engine/log_events.h"
 #include "workloads/log_roles.h"
 
 namespace durasim::workloads {
@@ -21,7 +22,7 @@ enum class Outcome { ack, nack, stall };
 
 void emitOutcome(LogRun& run, const std::string& name, const std::string& consumer, const nlohmann::json& lease,
                  const std::string& outcome, const std::string& result) {
-  run.world->emit("app.lease.outcome", {{"partition", partitionLabel(name)},
+  run.world->emit(log_events::kAppLeaseOutcome, {{"partition", partitionLabel(name)},
                                         {"consumer", consumer},
                                         {"batchId", lease.at("batchId")},
                                         {"first", lease.at("firstOffset")},

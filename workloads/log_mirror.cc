@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/log_events.h"
 #include "workloads/log_roles.h"
 
 namespace durasim::workloads {
@@ -38,7 +39,7 @@ Task<void> coldMirror(LogRun& run) {
       if (!reply.ok()) continue;
       ++run.counts.forgets;
       forgotten[name] = offset;
-      run.world->emit("app.cold.lifecycle", {{"partition", partitionLabel(name)}, {"offset", offset}});
+      run.world->emit(log_events::kAppColdLifecycle, {{"partition", partitionLabel(name)}, {"offset", offset}});
     }
   }
 }

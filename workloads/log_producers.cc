@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/errors.h"
+#include "engine/log_events.h"
 #include "sim/async_event.h"
 #include "workloads/log_roles.h"
 
@@ -148,7 +149,7 @@ void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool i
   nlohmann::json keys = nlohmann::json::array();
   for (const nlohmann::json& r : records) keys.push_back(r.at("key"));
   run_.counts.appended += static_cast<int64_t>(records.size());
-  run_.world->emit("app.produce", {{"partition", partitionLabel(partitionOfShard(shard))},
+  run_.world->emit(log_events::kAppProduce, {{"partition", partitionLabel(partitionOfShard(shard))},
                                    {"producer", producerName(p)},
                                    {"keys", keys},
                                    {"offsets", reply.value}});

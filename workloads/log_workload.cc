@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/log_schema.h"
 #include "workloads/log_roles.h"
 #include "workloads/options.h"
 
@@ -166,10 +167,10 @@ class LogWorkload final : public Workload {
     for (int64_t i = 0; i < run_.partitions; ++i) {
       const std::string name = partitionName(i);
       const std::string object = partitionLabel(name);
-      if (!stores.has_table(object, "durability_log_seq")) continue;  // never constructed: nothing was appended
-      const int64_t next = stores.live(object, "SELECT next_offset AS n FROM durability_log_seq WHERE id = 1").one().int64("n");
+      if (!stores.has_table(object, DURASIM_LOG_SEQ)) continue;  // never constructed: nothing was appended
+      const int64_t next = stores.live(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("n");
       std::map<std::string, int64_t> cursors;
-      for (const SqlRow& row : stores.live(object, "SELECT consumer, \"offset\" FROM durability_log_cursors").toVector())
+      for (const SqlRow& row : stores.live(object, "SELECT consumer, \"offset\" FROM " DURASIM_LOG_CURSORS).toVector())
         cursors[row.text("consumer")] = row.int64("offset");
       const auto cursor = [&](const std::string& consumer) { return cursors.count(consumer) ? cursors.at(consumer) : 0; };
       for (int64_t g = 0; g < run_.groups; ++g)
