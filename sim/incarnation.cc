@@ -53,7 +53,7 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
   world.emit("incarnation.start", {{"object", object.label()}, {"incarnation", number}});
   // RT-17: a new incarnation opens exactly the durable state the last durability decision chose.
   SqliteStore& store = object.store();
-  runtime.self_checks().check("RT-17", store.live_digest() == store.durable_digest(), [&] {
+  runtime.self_checks().check("RT-17", store.live_is_durable(), [&] {
     return object.label() + " incarnation " + std::to_string(number) + " does not open the durable state";
   });
   in_segment_ = true;

@@ -73,10 +73,6 @@ std::string code_name(int primary) {
   return "SQLITE_CODE_" + std::to_string(primary);
 }
 
-struct StatementFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using Statement = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
 
 // Sets a flag for the lifetime of the scope, then restores it.
 class FlagScope {
@@ -176,12 +172,6 @@ std::vector<SqlValue> row_values(sqlite3_stmt* stmt) {
   values.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) values.push_back(column_value(stmt, i));
   return values;
-}
-
-std::vector<std::string> column_names(sqlite3_stmt* stmt) {
-  std::vector<std::string> names;
-  for (int i = 0; i < sqlite3_column_count(stmt); ++i) names.emplace_back(sqlite3_column_name(stmt, i));
-  return names;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,11 +326,13 @@ SqliteStore::SqliteStore(SqlEnvironment env, std::optional<std::string> file_pat
 struct SqliteStore::DurableView {
   TrackedImage image;
   Connection db;
+  StatementCache statements;  // after db: finalized before it closes
 };
 
 SqliteStore::~SqliteStore() = default;
 
 void SqliteStore::open_live() {
+  live_statements_.clear();
   live_.reset(open_image(live_image_));
   configure_live();
 }
@@ -380,30 +372,36 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
   statement_needs_transaction_ = false;
   sqlite3* db = live_.get();
 
-  sqlite3_stmt* raw = nullptr;
-  const char* tail = nullptr;
-  // Longer text than INT_MAX is still longer than the SQL length limit: SQLite reports TOOBIG.
-  const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));
-  if (const int rc = sqlite3_prepare_v2(db, sql.data(), length, &raw, &tail); rc != SQLITE_OK) fail(rc);
-  Statement stmt(raw);
-  if (user) reject_more_statements(std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)));
-  if (!stmt) return SqlCursor();
+  StatementCache::Entry* entry = live_statements_.find(sql, user);
+  if (!entry) {
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    // Longer text than INT_MAX is still longer than the SQL length limit: SQLite reports TOOBIG.
+    const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));
+    if (const int rc = sqlite3_prepare_v2(db, sql.data(), length, &raw, &tail); rc != SQLITE_OK) fail(rc);
+    Statement stmt(raw);
+    if (user) reject_more_statements(std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)));
+    if (!stmt) return SqlCursor();
+    entry = &live_statements_.add(sql, user, std::move(stmt), statement_needs_transaction_);
+  }
+  sqlite3_stmt* raw = entry->statement.get();
+  const StatementReset reset(raw);
   if (params.size() != static_cast<std::size_t>(sqlite3_bind_parameter_count(raw)))
     throw SqlError("wrong number of parameter bindings for SQL query: SQLITE_RANGE");
   for (std::size_t i = 0; i < params.size(); ++i)
     if (const int rc = bind_value(raw, static_cast<int>(i + 1), params[i]); rc != SQLITE_OK) fail(rc);
-  if (user && (statement_needs_transaction_ || !sqlite3_stmt_readonly(raw))) ensure_transaction();
+  if (user && (entry->needs_transaction || !sqlite3_stmt_readonly(raw))) ensure_transaction();
 
   const int64_t changes_before = sqlite3_total_changes64(db);
   std::vector<SqlRow> rows;
   int rc = sqlite3_step(raw);
   // Names after the first step: a schema change may have re-prepared the statement.
-  auto columns = std::make_shared<const std::vector<std::string>>(column_names(raw));
+  auto columns = StatementCache::columns(*entry);
   for (; rc == SQLITE_ROW; rc = sqlite3_step(raw)) rows.emplace_back(columns, row_values(raw));
   if (rc != SQLITE_DONE) fail(rc);
   const int64_t written = sqlite3_total_changes64(db) - changes_before;
   const int64_t read = std::max<int64_t>(static_cast<int64_t>(rows.size()),
-                                         sqlite3_stmt_status(raw, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0));
+                                         sqlite3_stmt_status(raw, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1));
   return SqlCursor(*columns, std::move(rows), read, written);
 }
 
@@ -411,11 +409,12 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
 // Observation
 
 SqlCursor SqliteStore::observe_live(std::string_view sql, const std::vector<SqlValue>& params) {
-  return observe(live_.get(), sql, params);
+  return observe(live_.get(), live_statements_, sql, params);
 }
 
 SqlCursor SqliteStore::observe_durable(std::string_view sql, const std::vector<SqlValue>& params) {
-  return observe(durable_connection(), sql, params);
+  sqlite3* db = durable_connection();
+  return observe(db, durable_view_->statements, sql, params);
 }
 
 std::optional<int64_t> SqliteStore::observe_live_alarm() { return query_int(live_.get(), "SELECT time FROM _cf_alarm"); }
@@ -426,25 +425,32 @@ std::optional<int64_t> SqliteStore::observe_durable_alarm() {
 
 sqlite3* SqliteStore::durable_connection() {
   if (!durable_view_) {
-    durable_view_ = std::make_unique<DurableView>(DurableView{TrackedImage(durable_image_), nullptr});
+    durable_view_ = std::make_unique<DurableView>(DurableView{TrackedImage(durable_image_), nullptr, StatementCache()});
     durable_view_->db.reset(open_image(durable_view_->image));
     sqlite3_set_authorizer(durable_view_->db.get(), &SqliteStore::authorize, this);
   }
   return durable_view_->db.get();
 }
 
-SqlCursor SqliteStore::observe(sqlite3* db, std::string_view sql, const std::vector<SqlValue>& params) {
+SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params) {
   ClockScope clock(env_);
   FlagScope scope(user_statement_, true);
-  sqlite3_stmt* raw = nullptr;
-  const char* tail = nullptr;
-  const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));
   const auto error = [db](int rc) { return SqlError(std::string(sqlite3_errmsg(db)) + ": " + code_name(rc & 0xff)); };
-  if (const int rc = sqlite3_prepare_v2(db, sql.data(), length, &raw, &tail); rc != SQLITE_OK) throw error(rc);
-  Statement stmt(raw);
-  if (!stmt) return SqlCursor();
-  if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
-    throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
+  StatementCache::Entry* entry = statements.find(sql, true);
+  if (!entry) {
+    FlagScope needs(statement_needs_transaction_, false);  // set by the authorizer while preparing
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));
+    if (const int rc = sqlite3_prepare_v2(db, sql.data(), length, &raw, &tail); rc != SQLITE_OK) throw error(rc);
+    Statement stmt(raw);
+    if (!stmt) return SqlCursor();
+    if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
+      throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
+    entry = &statements.add(sql, true, std::move(stmt), statement_needs_transaction_);
+  }
+  sqlite3_stmt* raw = entry->statement.get();
+  const StatementReset reset(raw);
   if (!sqlite3_stmt_readonly(raw)) throw SqlError("the store view is read-only: SQLITE_READONLY");
   if (params.size() != static_cast<std::size_t>(sqlite3_bind_parameter_count(raw)))
     throw SqlError("wrong number of parameter bindings for SQL query: SQLITE_RANGE");
@@ -452,7 +458,7 @@ SqlCursor SqliteStore::observe(sqlite3* db, std::string_view sql, const std::vec
     if (const int rc = bind_value(raw, static_cast<int>(i + 1), params[i]); rc != SQLITE_OK) throw error(rc);
   std::vector<SqlRow> rows;
   int rc = sqlite3_step(raw);
-  auto columns = std::make_shared<const std::vector<std::string>>(column_names(raw));
+  auto columns = StatementCache::columns(*entry);
   for (; rc == SQLITE_ROW; rc = sqlite3_step(raw)) rows.emplace_back(columns, row_values(raw));
   if (rc != SQLITE_DONE) throw error(rc);
   return SqlCursor(*columns, std::move(rows), static_cast<int64_t>(rows.size()), 0);
@@ -649,6 +655,7 @@ void SqliteStore::decide(std::size_t keep) {
   for (std::size_t i = 0; i < keep; ++i) unconfirmed_[i].delta.apply_to(durable_image_);
   unconfirmed_.clear();
   durable_view_.reset();
+  live_statements_.clear();
   live_.reset();  // closing the connection discards its open transaction
   in_transaction_ = false;
   savepoints_ = 0;
@@ -658,6 +665,11 @@ void SqliteStore::decide(std::size_t keep) {
 }
 
 uint64_t SqliteStore::live_digest() { return fnv1a64(canonical_dump(live_.get())); }
+
+bool SqliteStore::live_is_durable() {
+  if (in_transaction_) return false;
+  return live_image_.bytes() == durable_image_ || live_digest() == durable_digest();
+}
 
 uint64_t SqliteStore::durable_digest() {
   TrackedImage copy(durable_image_);

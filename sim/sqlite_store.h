@@ -13,6 +13,7 @@
 
 #include "engine/runtime.h"
 #include "sim/sqlite_vfs.h"
+#include "sim/statement_cache.h"
 
 struct sqlite3;
 
@@ -89,6 +90,9 @@ class SqliteStore {
   // and the alarm. durable_digest covers the confirmed commits only.
   uint64_t live_digest();
   uint64_t durable_digest();
+  // Whether the live connection holds exactly the durable state (no open transaction, and the same
+  // database file, or else the same canonical dump).
+  bool live_is_durable();
 
   // ---- Observation (sim/store_view.h): one read-only statement, as user SQL sees it (the alarm
   // table stays hidden), on the live state (the open implicit transaction included) or on the
@@ -116,7 +120,7 @@ class SqliteStore {
 
   void open_live();
   void configure_live();
-  SqlCursor observe(sqlite3* db, std::string_view sql, const std::vector<SqlValue>& params);
+  SqlCursor observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params);
   sqlite3* durable_connection();
   SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
   SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});
@@ -136,6 +140,7 @@ class SqliteStore {
   TrackedImage live_image_;    // the live connection's database file
   std::string durable_image_;  // the database file after the last confirmed commit
   Connection live_;
+  StatementCache live_statements_;  // after live_: finalized before it closes
   bool in_transaction_ = false;
   uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
   std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction
