@@ -229,9 +229,7 @@ std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
 }
 
 std::optional<SqlRow> AlarmChecks::row(const std::string& object, const std::string& name) {
-  std::string sql = "SELECT * FROM " DURASIM_ALARMS " WHERE name = '";
-  for (char c : name) sql += c == '\'' ? std::string("''") : std::string(1, c);
-  return reader_(object, sql + "'").next();
+  return reader_(object, "SELECT * FROM " DURASIM_ALARMS " WHERE name = ?", {name}).next();
 }
 
 bool AlarmChecks::hasAlarmTable(const std::string& object) {
@@ -416,8 +414,8 @@ void AlarmChecks::onPurgeBegin(const json& e) {
   objects_[object].purgeBeginSeq[before] = seq_;
   if (!hasAlarmTable(object)) return;
   PurgeExpectation& expected = purgeExpected_[{object, num(e, "incarnation"), before}];
-  expected.older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < " + str(before)).one().int64("n");
-  expected.atCutoff = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = " + str(before)).one().int64("n");
+  expected.older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < ?", {before}).one().int64("n");
+  expected.atCutoff = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = ?", {before}).one().int64("n");
 }
 
 // ALM-10 at the delete itself: nothing older is left, everything at the cutoff is.
@@ -427,8 +425,8 @@ void AlarmChecks::onPurgeWrite(const json& e) {
   incarnations_[key(e)].commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
   auto it = purgeExpected_.find({object, num(e, "incarnation"), before});
   if (it == purgeExpected_.end()) return;
-  const int64_t older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < " + str(before)).one().int64("n");
-  const int64_t at = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = " + str(before)).one().int64("n");
+  const int64_t older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < ?", {before}).one().int64("n");
+  const int64_t at = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at = ?", {before}).one().int64("n");
   tallies_.check("ALM-10", older == 0 && at == it->second.atCutoff && num(e, "count") == it->second.older, [&] {
     return object + " purgeBefore(" + str(before) + ") deleted " + str(num(e, "count")) + " of " + str(it->second.older) +
            " older rows, left " + str(older) + ", and kept " + str(at) + " of " + str(it->second.atCutoff) + " rows at the cutoff";

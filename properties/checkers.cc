@@ -34,7 +34,9 @@ std::string phase_of(const json& event) {
 }
 
 StoreReader reader_of(const sim::StoreView& stores) {
-  return [&stores](const std::string& label, std::string_view sql) { return stores.live(label, sql); };
+  return StoreReader{[&stores](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
+    return stores.live(label, sql, params);
+  }};
 }
 
 bool of_class(const std::string& label, const std::string& className) {

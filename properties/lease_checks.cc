@@ -262,9 +262,8 @@ void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj) {
   for (const json& a : obj.openAppends) {
     const int64_t first = num(a, "first"), next = num(a, "next");
     if (next <= first) continue;
-    const std::string sql = "SELECT \"offset\" AS o, dedup_key, payload FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= " + str(first) +
-                            " AND \"offset\" < " + str(next);
-    for (const SqlRow& r : reader_(object, sql).toVector()) {
+    const char* sql = "SELECT \"offset\" AS o, dedup_key, payload FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" < ?";
+    for (const SqlRow& r : reader_(object, sql, {first, next}).toVector()) {
       obj.records[r.int64("o")] = {r.text("dedup_key"), r.text("payload")};
       obj.state.notes().records.push_back(r.int64("o"));
     }

@@ -359,7 +359,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
     }
   bool keysOk = true;
   for (const auto& [o, bytes] : written) {
-    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = " + str(o)).next();
+    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = ?", {o}).next();
     const auto known = v.records.find(o);
     keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second;
     if (row)
@@ -552,7 +552,7 @@ void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const jso
 // LOG-10: a failed cold write leaves the records hot and the intent in place.
 void LogChecks::onColdFailed(const std::string& object, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
-  const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" BETWEEN " + str(first) + " AND " + str(last)).one().int64("n");
+  const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" BETWEEN ? AND ?", {first, last}).one().int64("n");
   const std::optional<SqlRow> intent = reader_(object, "SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH).next();
   tallies_.check("LOG-10", hot == last - first + 1 && intent && intent->int64("first_offset") == first && intent->int64("last_offset") == last, [&] {
     return object + " cold.write of [" + str(first) + ", " + str(last) + "] failed, leaving " + str(hot) + " of its records hot" +
@@ -618,7 +618,7 @@ void LogChecks::finish() {
       if (offset < b.oldest) continue;
       bool readable = false;
       if (offset >= b.hot) {
-        const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = " + str(offset)).next();
+        const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = ?", {offset}).next();
         readable = row && row->text("dedup_key") == key;
       } else {
         for (const auto& [first, seg] : segments) readable = readable || (first <= offset && offset <= seg.last);

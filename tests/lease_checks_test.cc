@@ -391,7 +391,10 @@ json leaseOptions(int64_t maxParallelism, std::optional<int64_t> maxAttempts, bo
 struct Rig {
   sim::SqlEnvironment env{[] { return uint64_t{4}; }, [] { return kStart; }};
   std::map<std::string, std::unique_ptr<SqliteStore>> stores;
-  LeaseChecks checks{[this](const std::string& label, std::string_view sql) { return stores.at(label)->exec(sql); }, "Log"};
+  LeaseChecks checks{StoreReader{[this](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
+                       return stores.at(label)->exec(sql, params);
+                     }},
+                     "Log"};
   std::map<std::string, std::unique_ptr<ReferenceLog>> logs;
 
   ReferenceLog& add(const std::string& name, json leases) {
@@ -820,7 +823,9 @@ using rt_test::LogRig;
 using Tamper = std::function<json(json)>;
 
 struct EngineRig : LogRig, sim::TraceSink {
-  LeaseChecks checks{[this](const std::string& label, std::string_view sql) { return runtime.world().stores().live(label, sql); },
+  LeaseChecks checks{StoreReader{[this](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
+                       return runtime.world().stores().live(label, sql, params);
+                     }},
                      rt_test::kLogClass};
   Tamper tamper;
   explicit EngineRig(LogOptions options, Tamper tampering = nullptr) : tamper(std::move(tampering)) {

@@ -23,7 +23,8 @@ constexpr const char* kObject = "Log/a";
 // A correct log over a real store; each operation writes the tables and emits the events.
 struct Synth {
   sim::SqliteStore store{sim::SqlEnvironment{[] { return uint64_t{7}; }, [] { return int64_t{0}; }}};
-  LogChecks checks{[this](const std::string&, std::string_view sql) { return store.exec(sql); }, "Log"};
+  LogChecks checks{StoreReader{[this](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return store.exec(sql, params); }},
+                   "Log"};
   int64_t incarnation = 1;
   uint64_t commitNumber = 0;
   int64_t now = 1000;
@@ -573,7 +574,9 @@ using rt_test::LogRig;
 using rt_test::rec;
 
 StoreReader rigReader(LogRig& rig) {
-  return [&rig](const std::string& label, std::string_view sql) { return rig.runtime.world().stores().live(label, sql); };
+  return StoreReader{[&rig](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
+    return rig.runtime.world().stores().live(label, sql, params);
+  }};
 }
 
 struct MemoryCold {
