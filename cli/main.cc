@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/bench.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -41,6 +42,15 @@ int main(int argc, char** argv) {
   properties_cmd->add_option("--id", properties.id, "only this invariant, e.g. SCH-02");
   properties_cmd->add_flag("--json", properties.json, "print a JSON array of {id, family, title, kinds, statement}");
 
+  BenchOptions bench;
+  bool bench_quick = false;
+  std::string bench_json;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "measure speed and memory, each figure beside its target (docs/performance.md)");
+  bench_cmd->add_option("--scale", bench.scale, "multiply every seed and batch count (default 1)");
+  bench_cmd->add_flag("--quick", bench_quick, "--scale 0.1: a rough run in well under a minute");
+  bench_cmd->add_option("--json", bench_json, "also write the figures to FILE as JSON");
+  bench_cmd->add_flag("--no-rss", [&](int64_t) { bench.rss = false; }, "skip (e), which runs 11,000 runtime seeds in child processes");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,5 +70,10 @@ int main(int argc, char** argv) {
     return run_command(run, std::cout, std::cerr);
   }
   if (*properties_cmd) return properties_command(properties, std::cout, std::cerr);
+  if (*bench_cmd) {
+    if (bench_quick) bench.scale = 0.1;
+    if (!bench_json.empty()) bench.json = bench_json;
+    return bench_command(bench, std::cout, std::cerr);
+  }
   return replay_command(replay_path, replay_verbose, std::cout, std::cerr);
 }

@@ -49,6 +49,10 @@ SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::
 SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, uint64_t seed,
                      traces::TraceFile* trace = nullptr);
 
+// As run_seed, with no checker attached (the workload's own checks still run): the simulator's cost
+// alone, for `durasim bench`. Same events and hash as run_seed.
+SeedOutcome run_seed_unchecked(const workloads::RunConfig& config, uint64_t seed);
+
 // What a trace says its run concluded: its last "run.end" (per invariant [checked, violated], and
 // whether the run drained) or "run.aborted" event.
 struct RecordedVerdict {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -398,3 +399,29 @@ TEST_F(CliTest, MissingSubcommandIsBadInput) {
 }
 
 }  // namespace
+
+// `durasim bench` measures; the test checks only that every figure is produced, with a value and a
+// target where one is set, and that bad options are refused (no timed assertion).
+TEST_F(CliTest, BenchWritesEveryFigureAsJson) {
+  const std::string path = file("bench.json");
+  const Result r = durasim("bench --scale 0.05 --no-rss --json '" + path + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json figures = nlohmann::json::parse(read_text(path));
+  std::set<std::string> ids;
+  for (const nlohmann::json& f : figures) {
+    const std::string id = f.at("id").get<std::string>();
+    ids.insert(id);
+    if (id.rfind("f.", 0) == 0) EXPECT_GE(f.at("value").get<double>(), 0.0) << f.dump();  // a share, 0 if within noise
+    else EXPECT_GT(f.at("value").get<double>(), 0.0) << f.dump();
+  }
+  for (const char* id : {"a.log.seeds_per_s", "a.log.sim_per_wall", "a.core.sim_per_wall", "b.log500.seeds_per_cpu_hour", "c.append_vs_raw",
+                         "d.replay_vs_run", "f.log.checking_share"})
+    EXPECT_TRUE(ids.count(id)) << id;
+  EXPECT_NE(r.out.find("<= 1.5"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, BenchRefusesAnInvalidScale) {
+  const Result r = durasim("bench --scale 0");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--scale"), std::string::npos) << r.err;
+}

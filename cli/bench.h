@@ -1,0 +1,32 @@
+// `durasim bench`: the speed and memory figures of issue-level targets, measured side by side in one
+// run and printed beside their targets (docs/performance.md): (a) seeds/s and simulated ÷ wall per
+// workload, (b) seeds per CPU-hour of a heavy log workload, (c) the log's append against raw inserts,
+// (d) replay against the original run, (e) peak RSS after 1,000 and 10,000 runtime seeds, (f) the
+// share of run time spent in checkers. Figures are measurements, never assertions: a missed target
+// is reported, and the exit code stays 0.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace durasim::cli {
+
+struct BenchOptions {
+  double scale = 1.0;               // multiplies every seed count and batch count (--quick: 0.1)
+  std::optional<std::string> json;  // also write the figures to this file
+  bool rss = true;                  // (e) runs 11,000 runtime seeds in child processes
+};
+
+int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err);
+
+// (c): wall seconds for `batches` appends of 100 records through DurabilityLog, and for the same
+// rows inserted raw in one transaction each, on a fresh simulated object without faults.
+struct AppendCost {
+  int batches = 0;
+  int records_per_batch = 0;
+  double engine_s = 0, raw_s = 0;
+};
+AppendCost measure_append_cost(int batches);
+
+}  // namespace durasim::cli
