@@ -153,6 +153,9 @@ int vfs_current_time(sqlite3_vfs* vfs, double* now) {
 sqlite3_vfs* durasim_vfs() {
   static sqlite3_vfs* const vfs = [] {
     static sqlite3_vfs ours;
+    // No memory statistics: each allocation would take a global mutex. Possible only before SQLite
+    // initialises (sqlite3_vfs_find does); if something else initialised it first, nothing changes.
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     g_base = sqlite3_vfs_find(nullptr);
     ours = *g_base;
     ours.pNext = nullptr;
