@@ -366,6 +366,12 @@ SqlCursor SqliteStore::internal(std::string_view sql, const std::vector<SqlValue
   return run(sql, params, Access::internal);
 }
 
+std::optional<int64_t> SqliteStore::internal_int(std::string_view sql) {
+  const std::optional<SqlRow> row = internal(sql).next();
+  if (!row || row->size() == 0 || !std::holds_alternative<int64_t>((*row)[0])) return std::nullopt;
+  return std::get<int64_t>((*row)[0]);
+}
+
 SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& params, Access access) {
   const bool user = access == Access::user;
   FlagScope scope(user_statement_, user);
@@ -417,7 +423,7 @@ SqlCursor SqliteStore::observe_durable(std::string_view sql, const std::vector<S
   return observe(db, durable_view_->statements, sql, params);
 }
 
-std::optional<int64_t> SqliteStore::observe_live_alarm() { return query_int(live_.get(), "SELECT time FROM _cf_alarm"); }
+std::optional<int64_t> SqliteStore::observe_live_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }
 
 std::optional<int64_t> SqliteStore::observe_durable_alarm() {
   return query_int(durable_connection(), "SELECT time FROM _cf_alarm");
@@ -592,7 +598,7 @@ void SqliteStore::rollback_open() {
 // ---------------------------------------------------------------------------------------------
 // Alarm, deleteAll, size
 
-std::optional<int64_t> SqliteStore::get_alarm() { return query_int(live_.get(), "SELECT time FROM _cf_alarm"); }
+std::optional<int64_t> SqliteStore::get_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }
 
 void SqliteStore::set_alarm(int64_t time) {
   ensure_transaction();

@@ -124,6 +124,8 @@ class SqliteStore {
   sqlite3* durable_connection();
   SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
   SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});
+  // The first column of the first row of an internal query, if it is an integer.
+  std::optional<int64_t> internal_int(std::string_view sql);
   void reject_more_statements(std::string_view rest);
   [[noreturn]] void fail(int rc);
   void ensure_transaction();
