@@ -379,6 +379,7 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
   sqlite3* db = live_.get();
 
   StatementCache::Entry* entry = live_statements_.find(sql, user);
+  StatementCache::Entry single_use;  // when the cache is full
   if (!entry) {
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
@@ -388,7 +389,8 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
     Statement stmt(raw);
     if (user) reject_more_statements(std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)));
     if (!stmt) return SqlCursor();
-    entry = &live_statements_.add(sql, user, std::move(stmt), statement_needs_transaction_);
+    StatementCache::Entry prepared{std::move(stmt), statement_needs_transaction_, nullptr};
+    entry = live_statements_.full() ? &(single_use = std::move(prepared)) : &live_statements_.add(sql, user, std::move(prepared));
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);
@@ -443,6 +445,7 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
   FlagScope scope(user_statement_, true);
   const auto error = [db](int rc) { return SqlError(std::string(sqlite3_errmsg(db)) + ": " + code_name(rc & 0xff)); };
   StatementCache::Entry* entry = statements.find(sql, true);
+  StatementCache::Entry single_use;  // when the cache is full
   if (!entry) {
     FlagScope needs(statement_needs_transaction_, false);  // set by the authorizer while preparing
     sqlite3_stmt* raw = nullptr;
@@ -453,7 +456,8 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
     if (!stmt) return SqlCursor();
     if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
       throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
-    entry = &statements.add(sql, true, std::move(stmt), statement_needs_transaction_);
+    StatementCache::Entry prepared{std::move(stmt), statement_needs_transaction_, nullptr};
+    entry = statements.full() ? &(single_use = std::move(prepared)) : &statements.add(sql, true, std::move(prepared));
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);

@@ -10,15 +10,10 @@ StatementCache::Entry* StatementCache::find(std::string_view sql, bool user) {
   return found == entries_.end() ? nullptr : &found->second;
 }
 
-StatementCache::Entry& StatementCache::add(std::string_view sql, bool user, Statement statement, bool needs_transaction) {
-  if (entries_.size() >= kCapacity) entries_.clear();
+StatementCache::Entry& StatementCache::add(std::string_view sql, bool user, Entry entry) {
   std::string key(1, user ? 'u' : 'i');
   key.append(sql);
-  Entry& entry = entries_[std::move(key)];
-  entry.statement = std::move(statement);
-  entry.needs_transaction = needs_transaction;
-  entry.columns.reset();
-  return entry;
+  return entries_[std::move(key)] = std::move(entry);
 }
 
 std::shared_ptr<const std::vector<std::string>> StatementCache::columns(Entry& entry) {

@@ -29,13 +29,16 @@ class StatementCache {
     std::shared_ptr<const std::vector<std::string>> columns;  // the names the last run saw
   };
 
-  // At most this many statements are kept; past it the cache starts over (statements whose text
-  // embeds values would otherwise grow it without bound).
+  // At most this many statements are kept (statements whose text embeds values would otherwise grow
+  // the cache without bound); past it, new statements are prepared for one use. Entries are never
+  // evicted: a statement in use (one whose run opens the implicit transaction runs another) stays.
   static constexpr std::size_t kCapacity = 512;
 
   // The statement prepared for `sql` under `user` access, or null.
   Entry* find(std::string_view sql, bool user);
-  Entry& add(std::string_view sql, bool user, Statement statement, bool needs_transaction);
+  bool full() const { return entries_.size() >= kCapacity; }
+  // REQUIRES: !full().
+  Entry& add(std::string_view sql, bool user, Entry entry);
   void clear() { entries_.clear(); }
 
   // The column names of `stmt` after its first step, shared with the previous run's if they are

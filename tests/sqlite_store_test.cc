@@ -89,6 +89,29 @@ TEST_F(SqliteStoreTest, EveryValueTypeRoundTripsExactly) {
   for (const SqlValue& value : values) EXPECT_EQ(store.exec("SELECT ? AS x", {value}).one()[0], value);
 }
 
+// Statements are prepared once and cached per connection; past the cache's capacity they are
+// prepared for one use, and a statement in use is never evicted, even when running it opens the
+// implicit transaction (another statement) while the cache is full.
+TEST_F(SqliteStoreTest, StatementsBeyondTheCacheCapacityStillRunAndCachedOnesStayCorrect) {
+  create_kv();
+  store.confirm(commit());
+  store.decide(0);  // a fresh connection: an empty cache
+  for (std::size_t i = 0; i + 1 < StatementCache::kCapacity; ++i)
+    EXPECT_EQ(store.exec("SELECT " + std::to_string(i) + " AS n").one().int64("n"), static_cast<int64_t>(i));
+  ASSERT_FALSE(store.in_transaction());
+  put(1, "one");  // the INSERT fills the cache; the BEGIN it runs first is prepared for one use
+  EXPECT_TRUE(store.in_transaction());
+  put(2, "two");
+  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(store.exec("SELECT " + std::to_string(1000 + i) + " AS n").one().int64("n"), 1000 + static_cast<int64_t>(i));
+  EXPECT_EQ(kv(), (std::map<int64_t, std::string>{{1, "one"}, {2, "two"}}));
+  commit();
+  put(1, "uno");
+  EXPECT_EQ(kv().at(1), "uno");
+  EXPECT_THROW(store.exec("INSERT INTO kv(k, v) VALUES(?, ?)", {int64_t{3}}), SqlError);  // bindings checked on every use
+  EXPECT_EQ(store.exec("SELECT v FROM kv WHERE k = ?", {int64_t{2}}).one().text("v"), "two");
+  EXPECT_EQ(store.exec("SELECT 7 AS n").one().int64("n"), 7);  // still cached
+}
+
 TEST_F(SqliteStoreTest, CursorHasColumnNamesAndRowCounts) {
   create_kv();
   SqlCursor insert = store.exec("INSERT INTO kv(k, v) VALUES(1, 'a'), (2, 'b'), (3, 'c')");
