@@ -389,8 +389,7 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
     Statement stmt(raw);
     if (user) reject_more_statements(std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)));
     if (!stmt) return SqlCursor();
-    StatementCache::Entry prepared{std::move(stmt), statement_needs_transaction_, nullptr};
-    entry = live_statements_.full() ? &(single_use = std::move(prepared)) : &live_statements_.add(sql, user, std::move(prepared));
+    entry = &live_statements_.keep(sql, user, {std::move(stmt), statement_needs_transaction_, nullptr}, single_use);
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);
@@ -456,8 +455,7 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
     if (!stmt) return SqlCursor();
     if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
       throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
-    StatementCache::Entry prepared{std::move(stmt), statement_needs_transaction_, nullptr};
-    entry = statements.full() ? &(single_use = std::move(prepared)) : &statements.add(sql, true, std::move(prepared));
+    entry = &statements.keep(sql, true, {std::move(stmt), statement_needs_transaction_, nullptr}, single_use);
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);

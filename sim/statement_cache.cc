@@ -10,10 +10,11 @@ StatementCache::Entry* StatementCache::find(std::string_view sql, bool user) {
   return found == entries_.end() ? nullptr : &found->second;
 }
 
-StatementCache::Entry& StatementCache::add(std::string_view sql, bool user, Entry entry) {
+StatementCache::Entry& StatementCache::keep(std::string_view sql, bool user, Entry prepared, Entry& single_use) {
+  if (entries_.size() >= kCapacity) return single_use = std::move(prepared);
   std::string key(1, user ? 'u' : 'i');
   key.append(sql);
-  return entries_[std::move(key)] = std::move(entry);
+  return entries_[std::move(key)] = std::move(prepared);
 }
 
 std::shared_ptr<const std::vector<std::string>> StatementCache::columns(Entry& entry) {

@@ -36,9 +36,9 @@ class StatementCache {
 
   // The statement prepared for `sql` under `user` access, or null.
   Entry* find(std::string_view sql, bool user);
-  bool full() const { return entries_.size() >= kCapacity; }
-  // REQUIRES: !full().
-  Entry& add(std::string_view sql, bool user, Entry entry);
+  // Keeps a freshly prepared statement and returns it; when the cache is full it goes to the
+  // caller's `single_use` slot instead (which must outlive the statement's run).
+  Entry& keep(std::string_view sql, bool user, Entry prepared, Entry& single_use);
   void clear() { entries_.clear(); }
 
   // The column names of `stmt` after its first step, shared with the previous run's if they are
