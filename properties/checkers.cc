@@ -15,6 +15,7 @@
 #include "properties/alarm_checks.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
+#include "properties/object_checker.h"
 #include "properties/registry.h"
 #include "properties/routing_checks.h"
 #include "properties/runtime_checks.h"
@@ -37,10 +38,6 @@ StoreReader reader_of(const sim::StoreView& stores) {
   return StoreReader{[&stores](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
     return stores.live(label, sql, params);
   }};
-}
-
-bool of_class(const std::string& label, const std::string& className) {
-  return label.size() > className.size() && label.compare(0, className.size(), className) == 0 && label[className.size()] == '/';
 }
 
 // RT: the runtime's history checks and the order of time over every event.

@@ -566,7 +566,7 @@ void LogChecks::onColdFailed(const std::string& object, const json& e) {
 void LogChecks::onApp(const std::string& ev, const json& e) {
   if (!e.contains("partition")) return;
   const std::string partition = text(e, "partition");
-  if (!mine(json{{"object", partition}})) return;
+  if (!of_class(partition, className_)) return;
   ObjectState& s = objects_[partition];
   if (ev == log_events::kAppProduce) {
     // LOG-03: an acknowledged append is durable, at the offsets returned, with its keys.

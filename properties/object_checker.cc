@@ -14,13 +14,13 @@ void ObjectChecker::record(const nlohmann::json& event) {
   }
 }
 
-bool ObjectChecker::of_class(const std::string& label) const {
-  return label.size() > className_.size() && label.compare(0, className_.size(), className_) == 0 && label[className_.size()] == '/';
+bool of_class(std::string_view label, std::string_view className) {
+  return label.size() > className.size() && label.substr(0, className.size()) == className && label[className.size()] == '/';
 }
 
 bool ObjectChecker::mine(const nlohmann::json& event) const {
   const auto object = event.find("object");
-  return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>());
+  return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);
 }
 
 }  // namespace durasim::properties

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,9 @@
 #include "sim/trace_sink.h"
 
 namespace durasim::properties {
+
+// Whether `label` ("Class/name") names an object of `className`.
+bool of_class(std::string_view label, std::string_view className);
 
 class ObjectChecker : public sim::TraceSink {
  public:
@@ -25,7 +29,6 @@ class ObjectChecker : public sim::TraceSink {
 
   // Whether the event names an object of the class in its "object" field.
   bool mine(const nlohmann::json& event) const;
-  bool of_class(const std::string& label) const;
   static const std::string& label(const nlohmann::json& event) { return event.at("object").get_ref<const std::string&>(); }
 
   virtual void observe(const std::string& ev, const nlohmann::json& event) = 0;
