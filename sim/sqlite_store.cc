@@ -42,6 +42,8 @@ constexpr std::array<const char*, 5> kAllowedPragmas = {"table_info", "index_lis
 constexpr char kDeferForeignKeys[] = "defer_foreign_keys";
 // Read by FTS5 inside CREATE VIRTUAL TABLE, which runs in the user statement: allowed read-only.
 constexpr char kDataVersion[] = "data_version";
+// SQL functions whose result depends on the connection's history rather than on the database.
+constexpr std::array<const char*, 3> kConnectionFunctions = {"last_insert_rowid", "changes", "total_changes"};
 constexpr char kNotAuthorized[] = "not authorized";  // runtime.md 4.1: `not authorized: SQLITE_AUTH`
 // Where the schema cookie lives in the database header (sqlite.org/fileformat2.html, 1.3).
 constexpr std::size_t kSchemaCookieOffset = 40;
@@ -104,6 +106,25 @@ bool second_argument_is_table(int action) {
     case SQLITE_DROP_TRIGGER:
     case SQLITE_ALTER_TABLE:
       return true;
+    default:
+      return false;
+  }
+}
+
+// Whether a statement reads or makes state that lives in the connection, not in the database file.
+bool touches_connection_state(int action, const char* arg1, const char* arg2, const char* db) {
+  if (db != nullptr && sqlite3_stricmp(db, "temp") == 0) return true;
+  switch (action) {
+    case SQLITE_CREATE_TEMP_INDEX:
+    case SQLITE_CREATE_TEMP_TABLE:
+    case SQLITE_CREATE_TEMP_TRIGGER:
+    case SQLITE_CREATE_TEMP_VIEW:
+      return true;
+    case SQLITE_PRAGMA:
+      return sqlite3_stricmp(arg1, kDataVersion) == 0;
+    case SQLITE_FUNCTION:
+      return std::any_of(kConnectionFunctions.begin(), kConnectionFunctions.end(),
+                         [&](const char* name) { return sqlite3_stricmp(arg2, name) == 0; });
     default:
       return false;
   }
@@ -333,6 +354,7 @@ SqliteStore::~SqliteStore() = default;
 
 void SqliteStore::open_live() {
   live_statements_.clear();
+  live_has_connection_state_ = false;
   live_.reset(open_image(live_image_));
   configure_live();
 }
@@ -502,8 +524,9 @@ void SqliteStore::fail(int rc) {
 // ---------------------------------------------------------------------------------------------
 // The authorizer (runtime.md 4.1). Internal statements bypass it.
 
-int SqliteStore::authorize(void* self, int action, const char* arg1, const char* arg2, const char*, const char*) {
+int SqliteStore::authorize(void* self, int action, const char* arg1, const char* arg2, const char* db, const char*) {
   auto* store = static_cast<SqliteStore*>(self);
+  if (store->user_statement_ && touches_connection_state(action, arg1, arg2, db)) store->live_has_connection_state_ = true;
   return store->user_statement_ ? store->authorize_user(action, arg1, arg2) : SQLITE_OK;
 }
 
@@ -660,16 +683,30 @@ std::vector<uint64_t> SqliteStore::unconfirmed() const {
 void SqliteStore::decide(std::size_t keep) {
   if (keep > unconfirmed_.size())
     throw std::logic_error("decide: keeping " + std::to_string(keep) + " of " + std::to_string(unconfirmed_.size()) + " commits");
+  const bool keeps_every_commit = keep == unconfirmed_.size();
   for (std::size_t i = 0; i < keep; ++i) unconfirmed_[i].delta.apply_to(durable_image_);
   unconfirmed_.clear();
   durable_view_.reset();
-  live_statements_.clear();
-  live_.reset();  // closing the connection discards its open transaction
-  in_transaction_ = false;
-  savepoints_ = 0;
-  live_image_.replace(durable_image_);
-  open_live();
+  if (!keeps_every_commit || !reuse_live_connection()) {
+    live_statements_.clear();
+    live_.reset();  // closing the connection discards its open transaction
+    in_transaction_ = false;
+    savepoints_ = 0;
+    live_image_.replace(durable_image_);
+    open_live();
+  }
   mirror_image();
+}
+
+// Reopening costs every prepared statement, so the connection serves the next incarnation when that
+// is indistinguishable from a fresh one: no per-connection state was ever touched, no virtual table
+// (with caches of its own) exists, and rolling back the open transaction leaves exactly the durable
+// bytes. Page caches and prepared statements are not observable.
+bool SqliteStore::reuse_live_connection() {
+  if (live_has_connection_state_) return false;
+  rollback_everything();
+  if (live_image_.bytes() != durable_image_) return false;
+  return !internal_int("SELECT 1 FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%' LIMIT 1").has_value();
 }
 
 uint64_t SqliteStore::live_digest() { return fnv1a64(canonical_dump(live_.get())); }

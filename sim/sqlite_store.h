@@ -82,7 +82,9 @@ class SqliteStore {
   uint64_t next_commit_number() const { return last_number_ + 1; }
   std::vector<uint64_t> unconfirmed() const;
   // The incarnation ended: the first `keep` unconfirmed commits become durable, the others and the
-  // open transaction vanish, and the live connection reopens on exactly the durable state.
+  // open transaction vanish, and the live connection reopens on exactly the durable state. When
+  // every commit is kept and a fresh connection could not be told apart from the old one, the old
+  // one (with its prepared statements) serves on: see reuse_live_connection.
   // REQUIRES: keep <= unconfirmed().size().
   void decide(std::size_t keep);
 
@@ -119,6 +121,7 @@ class SqliteStore {
   struct DurableView;
 
   void open_live();
+  bool reuse_live_connection();
   void configure_live();
   SqlCursor observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params);
   sqlite3* durable_connection();
@@ -151,6 +154,9 @@ class SqliteStore {
   int64_t max_bytes_ = kStorageMaxBytes;
   bool user_statement_ = false;         // the authorizer applies
   bool statement_needs_transaction_ = false;  // the authorizer saw PRAGMA defer_foreign_keys = ...
+  // A statement prepared on the live connection may have left state a fresh connection would not
+  // have: temp objects, last_insert_rowid(), changes(), total_changes(), data_version.
+  bool live_has_connection_state_ = false;
   std::unique_ptr<DurableView> durable_view_;
 };
 

@@ -135,8 +135,8 @@ class ReferenceLog {
     const int64_t first = next();
     json keys = json::array(), offsets = json::array();
     for (int64_t o = first; o < first + count; ++o) {
-      store_.exec("INSERT INTO durability_log_records VALUES (?, ?, ?, 3, ?)", {o, "k" + std::to_string(o), payload(o), now});
-      keys.push_back("k" + std::to_string(o));
+      store_.exec("INSERT INTO durability_log_records VALUES (?, ?, ?, 3, ?)", {o, key(o), payload(o), now});
+      keys.push_back(key(o));
       offsets.push_back(o);
     }
     store_.exec("UPDATE durability_log_seq SET next_offset = ?", {first + count});
@@ -288,9 +288,24 @@ class ReferenceLog {
   }
 
  private:
-  static std::string payload(int64_t offset) { return "\"v" + std::to_string(offset) + "\""; }
+  // Built with += : g++ 12 warns (-Wrestrict, a false positive) on "literal" + std::string.
+  static std::string key(int64_t offset) {
+    std::string k = "k";
+    k += std::to_string(offset);
+    return k;
+  }
+  static std::string payload(int64_t offset) {
+    std::string p = "\"v";
+    p += std::to_string(offset);
+    p += '"';
+    return p;
+  }
   static json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
-  std::string newId() { return "b" + std::to_string(++ids_); }
+  std::string newId() {
+    std::string id = "b";
+    id += std::to_string(++ids_);
+    return id;
+  }
   void emitOptions() {
     emit("log.options", {{"maxBatchSize", 10}, {"retention", nullptr}, {"cold", false}, {"leases", leases_}});
   }

@@ -327,6 +327,38 @@ TEST_F(SqliteStoreTest, AlarmIsDurableWithCommits) {
 // ---------------------------------------------------------------------------------------------
 // Commits, confirmation, durability decision (runtime.md 4.2, 4.5)
 
+// A decision that keeps every commit may hand the old connection to the next incarnation; nothing
+// a statement can see tells it from a fresh one.
+TEST_F(SqliteStoreTest, NextIncarnationSeesNoConnectionStateOfThePreviousOne) {
+  create_kv();
+  put(1, "a");
+  commit();
+  store.exec("CREATE TEMP TABLE scratch(x)");
+  store.exec("INSERT INTO kv(v) VALUES('b')");
+  EXPECT_EQ(store.exec("SELECT last_insert_rowid() AS id").one().int64("id"), 2);
+  EXPECT_EQ(store.exec("SELECT total_changes() AS n").one().int64("n"), 2);
+  store.decide(1);  // the open transaction (temp table and row 2) vanishes
+  EXPECT_EQ(store.exec("SELECT last_insert_rowid() AS id").one().int64("id"), 0);
+  EXPECT_EQ(store.exec("SELECT total_changes() AS n").one().int64("n"), 0);
+  EXPECT_EQ(store.exec("SELECT count(*) AS n FROM temp.sqlite_schema").one().int64("n"), 0);
+  EXPECT_EQ(kv(), (std::map<int64_t, std::string>{{1, "a"}}));
+  EXPECT_TRUE(store.live_is_durable());
+}
+
+TEST_F(SqliteStoreTest, KeepingEveryCommitLeavesTheDurableStateLiveWithStatementsThatStillWork) {
+  create_kv();
+  put(1, "a");
+  commit();
+  put(2, "b");  // open, never committed
+  store.decide(1);
+  EXPECT_TRUE(store.live_is_durable());
+  EXPECT_EQ(kv(), (std::map<int64_t, std::string>{{1, "a"}}));
+  put(3, "c");  // the cached INSERT on the next incarnation
+  commit();
+  store.decide(0);
+  EXPECT_EQ(kv(), (std::map<int64_t, std::string>{{1, "a"}}));
+}
+
 TEST_F(SqliteStoreTest, CommitNumbersIncreaseAcrossIncarnations) {
   EXPECT_FALSE(store.commit_local().has_value());  // nothing open
   create_kv();
