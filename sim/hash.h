@@ -1,5 +1,6 @@
-// Integer hashing used for determinism: FNV-1a 64 (trace hash, stream names) and splitmix64 (seed
-// derivation). Both are exact integer functions, identical on every platform and build type.
+// Hashing used for determinism: FNV-1a 64 (stream names, cold-store etags, canonical dumps), XXH3-64
+// (bulk bytes: database pages and trace events) and splitmix64 (seed derivation). All are exact
+// integer functions, identical on every platform and build type.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,10 @@ constexpr uint64_t fnv1a64(std::string_view bytes, uint64_t state = kFnvOffsetBa
   }
   return state;
 }
+
+// Folds `bytes` into a running XXH3-64 state (xxHash, specified bit for bit by its authors): the
+// previous state seeds the next piece. Many times faster than FNV-1a on pages of bytes.
+uint64_t xxh3_64(std::string_view bytes, uint64_t state = 0);
 
 constexpr uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

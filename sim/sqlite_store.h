@@ -23,7 +23,7 @@ inline constexpr int64_t kStorageMaxBytes = 10'000'000'000;  // runtime.md 1: pe
 
 struct LocalCommit {
   uint64_t number = 0;        // 1, 2, ... per store, across incarnations
-  uint64_t changes_hash = 0;  // FNV-1a 64 of the commit's page delta
+  uint64_t changes_hash = 0;  // PageDelta::hash of the commit's page delta
   bool schema_changed = false;
   int64_t bytes = 0;          // bytes of database pages the commit wrote
 };

@@ -193,12 +193,12 @@ uint64_t PageDelta::hash() const {
   std::string header;
   put_int64(header, min_size);
   put_int64(header, size);
-  uint64_t state = fnv1a64(header);
+  uint64_t state = xxh3_64(header);
   for (const Chunk& chunk : chunks) {
     std::string position;
     put_int64(position, chunk.offset);
     put_int64(position, static_cast<int64_t>(chunk.bytes.size()));
-    state = fnv1a64(chunk.bytes, fnv1a64(position, state));
+    state = xxh3_64(chunk.bytes, xxh3_64(position, state));
   }
   return state;
 }

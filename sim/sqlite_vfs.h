@@ -32,7 +32,7 @@ struct PageDelta {
   std::vector<Chunk> chunks;  // final content of every byte range written, disjoint, by offset
 
   int64_t payload_bytes() const;
-  uint64_t hash() const;  // FNV-1a 64 of a canonical little-endian encoding
+  uint64_t hash() const;  // XXH3-64 of a canonical little-endian encoding
   void apply_to(std::string& image) const;
 };
 

@@ -73,7 +73,8 @@ class RunawayWorkload final : public workloads::Workload {
 
 TEST(SweepRegressions, ARunawayWorkloadFailsWithinTheEventBound) {
   const workloads::WorkloadInfo runaway{"runaway", "spins at one instant",
-                                        [](const nlohmann::json&) { return std::make_unique<RunawayWorkload>(); }};
+                                        [](const nlohmann::json&) { return std::make_unique<RunawayWorkload>(); },
+                                        {}};
   workloads::RunConfig config;
   config.workload = "runaway";
   config.limits.per_instant = 5'000;

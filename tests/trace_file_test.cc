@@ -173,15 +173,18 @@ TEST_F(TraceFileTest, RejectsAFormatThatIsNotAString) {
   EXPECT_TRUE(contains(message, "line 1:")) << message;
 }
 
-TEST_F(TraceFileTest, RejectsVersion2) {
+TEST_F(TraceFileTest, RejectsOtherVersions) {
   std::vector<std::string> lines = big_lines();
   auto header = nlohmann::json::parse(lines[0]);
   ASSERT_EQ(header["version"], kTraceFormatVersion);
-  header["version"] = 2;
-  lines[0] = header.dump();
-  const std::string message = rejection(join_lines(lines));
-  EXPECT_TRUE(contains(message, "line 1:")) << message;
-  EXPECT_TRUE(contains(message, "version 2")) << message;
+  for (const int64_t version : {int64_t{1}, kTraceFormatVersion + 1}) {  // 1: the FNV-1a hashes
+    header["version"] = version;
+    lines[0] = header.dump();
+    const std::string message = rejection(join_lines(lines));
+    EXPECT_TRUE(contains(message, "line 1:")) << message;
+    EXPECT_TRUE(contains(message, "version " + std::to_string(version))) << message;
+    EXPECT_TRUE(contains(message, "replay it with a build that reads it")) << message;
+  }
 }
 
 TEST_F(TraceFileTest, RejectsATruncatedTrace) {

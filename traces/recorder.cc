@@ -17,8 +17,7 @@ std::string hash_hex(uint64_t hash) {
 
 void Recorder::record(const nlohmann::json& event) {
   std::string line = canonical_line(event);
-  hash_ = sim::fnv1a64(line, hash_);
-  hash_ = sim::fnv1a64("\n", hash_);
+  hash_ = fold_event_line(hash_, line);
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
   if (keep_lines_) lines_.push_back(std::move(line));

@@ -58,7 +58,7 @@ class Reader {
     if (!j.contains("version") || !j["version"].is_number_integer()) fail("header has no integer version");
     if (j["version"].get<int64_t>() != kTraceFormatVersion)
       fail("unsupported trace format version " + j["version"].dump() + " (this build reads version " +
-           std::to_string(kTraceFormatVersion) + ")");
+           std::to_string(kTraceFormatVersion) + "; replay it with a build that reads it)");
     if (!j.contains("seed") || !is_unsigned(j["seed"])) fail("header seed must be an unsigned integer");
     if (!j.contains("config") || !j["config"].is_object()) fail("header config must be an object");
     trace_.seed = j["seed"].get<uint64_t>();
@@ -94,7 +94,7 @@ class Reader {
       fail("not a trace event (needs string \"ev\" and integer \"t\")");
     if (canonical_line(j) != raw) fail("event is not in canonical form (the file was edited)");
     in_events_ = true;
-    hash_ = sim::fnv1a64("\n", sim::fnv1a64(raw, hash_));
+    hash_ = fold_event_line(hash_, raw);
     trace_.events.push_back(raw);
     trace_.event_line_numbers.push_back(number_);
   }
@@ -126,7 +126,7 @@ class Reader {
   std::string name_;
   uint64_t number_ = 0;
   bool seen_streams_ = false, in_events_ = false, done_ = false;
-  uint64_t hash_ = sim::kFnvOffsetBasis;
+  uint64_t hash_ = kTraceHashStart;
   TraceFile trace_;
 };
 

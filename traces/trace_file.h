@@ -1,5 +1,5 @@
 // Trace files (DESIGN.md, "Traces"): JSON Lines, in this order:
-//   {"format":"durasim-trace","version":1,"seed":S,"config":{...}}   the header
+//   {"format":"durasim-trace","version":2,"seed":S,"config":{...}}   the header
 //   {"streams":[names...]}                                           random stream names
 //   {"choices":[[stream,bound,value],...]}                           the choice log, in chunks
 //   <event line> ... with {"checkpoint":{"events":N,"hash":"..."}} every 1,024 events
@@ -20,7 +20,8 @@
 
 namespace durasim::traces {
 
-inline constexpr int64_t kTraceFormatVersion = 1;
+// 2: the trace hash and the commit hashes in events are XXH3-64 (version 1 used FNV-1a 64).
+inline constexpr int64_t kTraceFormatVersion = 2;
 
 // A trace that cannot be read: the message says where and why, in one line.
 class TraceError : public std::runtime_error {
@@ -35,7 +36,7 @@ struct TraceFile {
   std::vector<std::string> events;  // canonical event lines
   std::vector<uint64_t> event_line_numbers;  // where each event sits in the file (1-based); empty when built in memory
   std::vector<Checkpoint> checkpoints;
-  uint64_t hash = sim::kFnvOffsetBasis;
+  uint64_t hash = kTraceHashStart;
 };
 
 // Writes `trace` to `path` through a temporary file renamed into place, so a reader never sees a
