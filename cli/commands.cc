@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/format.h"
 #include "cli/seed_run.h"
+#include "cli/variants.h"
 #include "properties/registry.h"
 #include "traces/recorder.h"
 
@@ -33,20 +35,7 @@ uint64_t parse_u64(const std::string& text, const std::string& what) {
   }
 }
 
-std::string with_commas(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
 
 workloads::RunConfig build_config(const RunOptions& options) {
   workloads::RunConfig config;
@@ -57,6 +46,10 @@ workloads::RunConfig build_config(const RunOptions& options) {
   if (options.liveness_ms) config.liveness_ms = *options.liveness_ms;
   if (options.max_events) config.limits.total = *options.max_events;
   if (options.max_events_per_instant) config.limits.per_instant = *options.max_events_per_instant;
+  for (const std::string& name : options.variants) {
+    require_known_variant(name);
+    config.variants.insert(name);
+  }
   for (const auto& [key, text] : options.workload_options) {
     nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
     config.options[key] = value.is_discarded() ? nlohmann::json(text) : value;
@@ -129,21 +122,6 @@ void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t
   }
   out << "  faults (seeds enabled / seeds fired / opportunities / firings):\n" << c.faults.table();
   for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
-}
-
-// RT-01: a second run of the seed hashes the same; RT-23: a replay from the recorded choices alone
-// (seed withheld) reproduces every event and the hash.
-void check_determinism(const workloads::RunConfig& config, const traces::TraceFile& trace, SeedOutcome& outcome) {
-  const SeedOutcome again = run_seed(config, outcome.seed);
-  outcome.tallies.check("RT-01", again.hash == outcome.hash, [&] {
-    return "seed " + std::to_string(outcome.seed) + " hashed " + traces::hash_hex(outcome.hash) + " then " +
-           traces::hash_hex(again.hash);
-  });
-  const ReplayOutcome replayed = replay(trace);
-  outcome.tallies.check("RT-23", replayed.matched, [&] {
-    return "seed " + std::to_string(outcome.seed) + " replay: " +
-           (replayed.divergence ? replayed.divergence->describe() : replayed.choice_divergence.value_or("final hash differs"));
-  });
 }
 
 std::string upper(std::string text) {
@@ -286,6 +264,7 @@ int replay_command(const std::string& path, bool verbose, std::ostream& out, std
   ReplayOutcome outcome;
   try {
     trace = traces::load_trace(path);
+    for (const std::string& name : workloads::RunConfig::from_json(trace.config).variants) require_known_variant(name);
     outcome = replay(trace);
   } catch (const std::exception& e) {
     err << "durasim replay: " << e.what() << "\n";

@@ -31,6 +31,7 @@ struct RunOptions {
   std::optional<int64_t> start_time, safety_ms, liveness_ms;
   std::optional<uint64_t> max_events, max_events_per_instant;  // runaway bounds (sim/executor.h EventLimits)
   std::map<std::string, std::string> workload_options;  // key=value, value parsed as JSON if it is
+  std::vector<std::string> variants;           // --variant: research variants to switch on (cli/variants.h)
 };
 
 struct PropertiesOptions {

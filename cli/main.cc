@@ -5,6 +5,7 @@
 
 #include "cli/bench.h"
 #include "cli/commands.h"
+#include "cli/mutants.h"
 
 int main(int argc, char** argv) {
   using namespace durasim::cli;
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--max-events-per-instant", run.max_events_per_instant,
                       "stop a seed as a runaway failure after this many events at one simulated time (default 100000)");
   run_cmd->add_option("--opt", run_opts, "workload option KEY=VALUE (VALUE is JSON if it parses)");
+  run_cmd->add_option("--variant", run.variants, "switch on a research variant (repeatable; durasim mutants --list names them)");
 
   std::string replay_path;
   bool replay_verbose = false;
@@ -51,6 +53,15 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--json", bench_json, "also write the figures to FILE as JSON");
   bench_cmd->add_flag("--no-rss", [&](int64_t) { bench.rss = false; }, "skip (e), which runs 11,000 runtime seeds in child processes");
 
+  MutantsOptions mutants;
+  std::string mutants_json, mutants_traces;
+  CLI::App* mutants_cmd = app.add_subcommand("mutants", "switch each research variant on and report which invariants catch it");
+  mutants_cmd->add_option("--variant", mutants.variants, "only this variant (repeatable)");
+  mutants_cmd->add_option("--seeds", mutants.seeds, "seed budget per variant: seeds 0..N-1")->capture_default_str();
+  mutants_cmd->add_option("--json", mutants_json, "also write the report to FILE as JSON");
+  mutants_cmd->add_option("--trace-dir", mutants_traces, "save first detections here (default: beside --json, else .)");
+  mutants_cmd->add_flag("--list", mutants.list, "list the variants, the contract each breaks and the invariants expected to catch it");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -70,6 +81,11 @@ int main(int argc, char** argv) {
     return run_command(run, std::cout, std::cerr);
   }
   if (*properties_cmd) return properties_command(properties, std::cout, std::cerr);
+  if (*mutants_cmd) {
+    if (!mutants_json.empty()) mutants.json = mutants_json;
+    if (!mutants_traces.empty()) mutants.trace_dir = mutants_traces;
+    return mutants_command(mutants, std::cout, std::cerr);
+  }
   if (*bench_cmd) {
     if (bench_quick) bench.scale = 0.1;
     if (!bench_json.empty()) bench.json = bench_json;

@@ -31,6 +31,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
                        sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true) {
   sim::World world(config.start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
+  world.set_variants(config.variants);
   // Declared after the World, so destroyed before it; they see every event from the first.
   const std::vector<std::unique_ptr<properties::Checker>> checkers =
       checks ? properties::make_checkers(scopes_of(info), world.stores()) : std::vector<std::unique_ptr<properties::Checker>>{};
@@ -169,6 +170,19 @@ ReplayOutcome replay(const traces::TraceFile& trace) {
   outcome.events = comparer.events();
   outcome.matched = !outcome.divergence && !outcome.choice_divergence && outcome.hash == trace.hash;
   return outcome;
+}
+
+void check_determinism(const workloads::RunConfig& config, const traces::TraceFile& trace, SeedOutcome& outcome) {
+  const SeedOutcome again = run_seed(config, outcome.seed);
+  outcome.tallies.check("RT-01", again.hash == outcome.hash, [&] {
+    return "seed " + std::to_string(outcome.seed) + " hashed " + traces::hash_hex(outcome.hash) + " then " +
+           traces::hash_hex(again.hash);
+  });
+  const ReplayOutcome replayed = replay(trace);
+  outcome.tallies.check("RT-23", replayed.matched, [&] {
+    return "seed " + std::to_string(outcome.seed) + " replay: " +
+           (replayed.divergence ? replayed.divergence->describe() : replayed.choice_divergence.value_or("final hash differs"));
+  });
 }
 
 }  // namespace durasim::cli

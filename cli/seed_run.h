@@ -78,5 +78,9 @@ struct ReplayOutcome {
 // Re-runs `trace` from its configuration and choices (seed withheld). Throws std::invalid_argument
 // when its configuration is not runnable.
 ReplayOutcome replay(const traces::TraceFile& trace);
+// RT-01: a second run of the seed hashes the same; RT-23: a replay from the recorded choices alone
+// (seed withheld) reproduces every event and the hash. `trace` is the seed's recorded trace; the
+// checks are added to outcome.tallies.
+void check_determinism(const workloads::RunConfig& config, const traces::TraceFile& trace, SeedOutcome& outcome);
 
 }  // namespace durasim::cli

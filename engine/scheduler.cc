@@ -101,7 +101,7 @@ int64_t Engine::freePermits() const { return pool_->free; }
 Engine::Engine(ObjectContext& ctx, const SchedulerOptions& options)
     : ctx_(ctx),
       options_(options),
-      ownKindOnly_(ctx.variants.count(std::string(variants::kReconcileOwnKindOnly)) > 0),
+      ownKindOnly_(variants::enabled(ctx, variants::kReconcileOwnKindOnly)),
       pool_(std::make_shared<Permit::Pool>()) {
   pool_->ctx = &ctx;
   pool_->capacity = options.alarmConcurrency;

@@ -299,6 +299,7 @@ ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions
       options_(std::move(options)),
       cold_([this](int64_t max) { return draw_lifecycle_lag(max); }),
       lag_stream_(world.random().stream("cold.lifecycle_lag")) {
+  options_.variants.insert(world.variants().begin(), world.variants().end());
   for (const auto& [bucket, rules] : options_.bucket_rules) cold_.set_rules(bucket, rules);
   arm_storage_full();
   arm_cold_vanish();

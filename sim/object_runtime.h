@@ -26,7 +26,7 @@ class SimObject;
 struct RuntimeOptions {
   bool remote_error_breaks_stub = true;    // runtime.md 9.1
   bool delete_all_deletes_alarm = true;    // runtime.md 4.3
-  std::set<std::string> variants;          // passed to every ObjectContext
+  std::set<std::string> variants;          // with the World's, passed to every ObjectContext
   std::map<std::string, std::vector<LifecycleRule>> bucket_rules;  // cold-store lifecycle per bucket
   // File-backed stores, one file per object in this directory, instead of memory. Each run starts
   // them empty (files of an earlier run are replaced).

@@ -1,19 +1,30 @@
 // Per-invariant accounting (DESIGN.md, "Checking"): every check of an invariant ID is counted, and
 // every violation is counted and keeps its first few messages. A campaign merges the tallies of its
-// runs and reports invariants that were never checked.
+// runs and reports invariants that were never checked. A violation also notes the simulated time
+// of the World running on this thread, if any, so a campaign can say how soon a bug was caught.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace durasim::sim {
 
+class SimClock;
+
+// The clocks of the Worlds alive on this thread, newest last: each World registers its own for its
+// lifetime (in any order of destruction). A violation is timed by the newest.
+void register_clock(const SimClock* clock);
+void unregister_clock(const SimClock* clock);
+std::optional<int64_t> current_sim_time();
+
 struct InvariantTally {
   uint64_t checked = 0;
   uint64_t violated = 0;
   std::vector<std::string> examples;  // the first kMaxExamples violation messages
+  std::optional<int64_t> first_violation_ms;  // simulated time of the earliest violation, if known
 };
 
 class Tallies {
@@ -26,6 +37,7 @@ class Tallies {
     InvariantTally& tally = by_id_[id];
     ++tally.checked;
     if (!ok) {
+      if (tally.violated == 0) tally.first_violation_ms = current_sim_time();
       ++tally.violated;
       if (tally.examples.size() < kMaxExamples) tally.examples.push_back(message());
     }

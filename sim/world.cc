@@ -8,7 +8,10 @@ namespace durasim::sim {
 World::World(SimTime start_time, RandomSource random, TraceSink& sink)
     : clock_(start_time), random_(std::move(random)), executor_(clock_, random_), sink_(sink), tasks_(executor_) {
   if (start_time < 0) throw std::invalid_argument("start time must be >= 0, got " + std::to_string(start_time));
+  register_clock(&clock_);
 }
+
+World::~World() { unregister_clock(&clock_); }
 
 void World::emit(std::string_view type, nlohmann::json fields) {
   fields["ev"] = type;

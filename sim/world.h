@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,7 @@ class World {
  public:
   // `random` is a recording source (seeded) or a replaying one (choices from a trace).
   World(SimTime start_time, RandomSource random, TraceSink& sink);
+  ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
@@ -41,6 +43,13 @@ class World {
   void emit(std::string_view type, nlohmann::json fields = nlohmann::json::object());
   // Adds a checker that sees every event after the sink, for as long as the World lives.
   void observe(TraceSink& observer) { observers_.push_back(&observer); }
+
+  // The run's research variants (hazards.md, runtime.md 12): engine flags, which every object runtime
+  // of this World hands to its ObjectContexts, and simulator mutants (sim/mutants.h), which the parts
+  // of sim/ read here. Set before the workload is set up; none by default.
+  void set_variants(std::set<std::string> variants) { variants_ = std::move(variants); }
+  const std::set<std::string>& variants() const { return variants_; }
+  bool has_variant(std::string_view name) const { return variants_.count(std::string(name)) > 0; }
 
   // The observation surface's read-only window onto the object stores of this World.
   StoreView& stores() { return stores_; }
@@ -69,6 +78,7 @@ class World {
   std::vector<TraceSink*> observers_;
   StoreView stores_;
   Tallies self_checks_;
+  std::set<std::string> variants_;
   TaskGroup tasks_;
 };
 

@@ -33,6 +33,7 @@ nlohmann::json RunConfig::to_json() const {
                       {"safety_ms", safety_ms},
                       {"liveness_ms", liveness_ms},
                       {"options", options}};
+  if (!variants.empty()) j["variants"] = variants;
   if (limits.per_instant != sim::EventLimits::kDefaultPerInstant) j["max_events_per_instant"] = limits.per_instant;
   if (limits.total != sim::EventLimits::kDefaultTotal) j["max_events"] = limits.total;
   return j;
@@ -55,6 +56,14 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
   config.liveness_ms = non_negative(j, "liveness_ms", config.liveness_ms);
   config.limits.per_instant = positive(j, "max_events_per_instant", config.limits.per_instant);
   config.limits.total = positive(j, "max_events", config.limits.total);
+  if (j.contains("variants")) {
+    const nlohmann::json& names = j.at("variants");
+    if (!names.is_array()) throw std::invalid_argument("config field 'variants' must be an array of strings");
+    for (const nlohmann::json& name : names) {
+      if (!name.is_string()) throw std::invalid_argument("config field 'variants' must be an array of strings");
+      config.variants.insert(name.get<std::string>());
+    }
+  }
   if (j.contains("options")) {
     if (!j.at("options").is_object()) throw std::invalid_argument("config field 'options' must be an object");
     config.options = j.at("options");

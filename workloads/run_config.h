@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,9 @@ struct RunConfig {
   sim::SimTime safety_ms = kDefaultSafetyMs;
   sim::SimTime liveness_ms = kDefaultLivenessMs;
   nlohmann::json options = nlohmann::json::object();  // workload-specific
+  // Research variants switched on (hazards.md flags, runtime.md 12 mutants; cli/variants.h names
+  // them all). Written to the trace header only when some are on.
+  std::set<std::string> variants;
   sim::EventLimits limits;  // a run past them stops as a failure (runaway), never hangs
 
   // The limits are written only when they differ from the defaults, so default traces keep their

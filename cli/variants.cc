@@ -1,0 +1,99 @@
+// The variant registry; see variants.h. Names are spelled through the constants of the layer that
+// reads them, so a renamed flag cannot drift from its entry.
+#include "cli/variants.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "engine/variants.h"
+#include "sim/mutants.h"
+
+namespace durasim::cli {
+
+namespace {
+
+namespace m = sim::mutants;
+namespace v = variants;
+
+VariantInfo engine_flag(std::string_view name, std::string_view origin, std::string_view breaks,
+                        std::vector<std::string_view> expected, std::string_view workload) {
+  VariantInfo info;
+  info.name = name;
+  info.origin = origin;
+  info.breaks = breaks;
+  info.expected = std::move(expected);
+  info.workload = workload;
+  return info;
+}
+
+VariantInfo mutant(std::string_view name, std::string_view breaks, std::string_view caught_by, std::string_view workload,
+                   bool check_determinism = false) {
+  VariantInfo info = engine_flag(name, "runtime.md 12", breaks, {caught_by}, workload);
+  info.check_determinism = check_determinism;
+  return info;
+}
+
+VariantInfo unreachable(VariantInfo info, std::string_view why) {
+  info.workload = "";
+  info.why_unreachable = why;
+  return info;
+}
+
+std::vector<VariantInfo> make_registry() {
+  return {
+      // ---- Engine flags (hazards.md)
+      unreachable(engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
+                              {"SCH-01", "SCH-02", "SCH-14"}, ""),
+                  "needs a second participant kind on one scheduler (the fanout work queue)"),
+      engine_flag(v::kLeaseTwoWriteAllocation, "H4", "a fresh lease and its allocation commit as one transaction", {"LSE-01", "LSE-02"}, "log"),
+      engine_flag(v::kLeaseAdvanceFromZero, "H5", "a consumer with no cursor commits through leases above a trimmed start",
+                  {"LSE-12", "LSE-15"}, "log"),
+      engine_flag(v::kLeaseAdvanceBatchLimited, "H6", "advance walks every settled row, not maxBatchSize of them", {"LSE-05", "LSE-15"}, "log"),
+      engine_flag(v::kLeaseSkipWithoutAdvance, "H6", "a skip (poison, truncation, gap) advances the cursor in its transaction", {"LSE-14"},
+                  "log"),
+      engine_flag(v::kLeaseAckThreeUnits, "H6", "ack settles, commits the cursor and deletes rows in one transaction", {"LSE-05", "LSE-15"},
+                  "log"),
+      engine_flag(v::kLeaseTruncationBlocks, "H7, H23", "a trimmed leased range throws LogTruncatedError once, then carries on",
+                  {"LSE-13", "LSE-15"}, "log"),
+      engine_flag(v::kLeaseSettleIgnoresConsumer, "H8", "only the consumer holding a lease can settle it", {"LSE-09", "LSE-11"}, "log"),
+      engine_flag(v::kMigrateNullKeepsLeaseTables, "H19", "migrate(none) removes every table the log created, lease tables too", {"SCH-11"},
+                  "log"),
+      engine_flag(v::kSegmentFlushTwoUnits, "H20", "a flush fixes its range first; index row, deletion and intent commit together",
+                  {"LOG-11", "LOG-15", "LOG-16"}, "log"),
+      // ---- Simulator mutants (runtime.md 12)
+      mutant(m::kWallClockLeak, "nothing but the seed decides a run (no host time)", "RT-01", "runtime", true),
+      mutant(m::kUnrecordedChoice, "every random choice is recorded in the choice log", "RT-23", "runtime", true),
+      mutant(m::kClockStepBack, "simulated time never moves backwards", "RT-02", "runtime"),
+      mutant(m::kAlarmFiresEarly, "an alarm handler never runs before its stored time", "RT-03", "runtime"),
+      mutant(m::kKeepOpenTxnOnReset, "a reset discards the open implicit transaction", "RT-06", "runtime"),
+      mutant(m::kConfirmOutOfOrder, "commits confirm in order; a decision keeps a prefix", "RT-07", "runtime"),
+      mutant(m::kZombieStorageWrite, "a replaced incarnation's writes never reach storage", "RT-08", "runtime"),
+      mutant(m::kUncountedFault, "every injected fault is recorded and counted", "RT-09", "runtime"),
+      mutant(m::kOutputGateBypass, "no reply leaves before the writes before it are confirmed", "RT-10", "runtime"),
+      mutant(m::kInputGateLeak, "no event starts inside a blockConcurrencyWhile section", "RT-11", "runtime"),
+      mutant(m::kAlarmRetryOffByOne, "a failing alarm is retried exactly the documented number of times", "RT-12", "runtime"),
+      mutant(m::kMemorySurvivesReset, "a new incarnation starts with fresh memory", "RT-19", "runtime"),
+      mutant(m::kStatementErrorResets, "an ordinary statement error does not reset the object", "RT-26", "runtime"),
+  };
+}
+
+}  // namespace
+
+const std::vector<VariantInfo>& variant_registry() {
+  static const std::vector<VariantInfo> registry = make_registry();
+  return registry;
+}
+
+const VariantInfo* find_variant(std::string_view name) {
+  const auto& all = variant_registry();
+  const auto it = std::find_if(all.begin(), all.end(), [&](const VariantInfo& info) { return info.name == name; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+void require_known_variant(std::string_view name) {
+  if (find_variant(name)) return;
+  throw std::invalid_argument("unknown variant '" + std::string(name) + "' (durasim mutants --list names them all)");
+}
+
+}  // namespace durasim::cli
