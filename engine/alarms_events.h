@@ -43,4 +43,9 @@ inline constexpr std::string_view kTimeout = "alm.timeout";
 // name, generation, attempt, write, matched, status
 inline constexpr std::string_view kWrite = "alm.write";
 
+// Reported by an application's alarm handler as its first act (workloads/), read by its checkers:
+// what actually ran, whatever the engine says it invoked (ALM-01).
+// name, key, attempt
+inline constexpr std::string_view kAppHandler = "app.alarm.handler";
+
 }  // namespace durasim::alarms_events

@@ -179,7 +179,7 @@ void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {
                                {"min_delay", options_.alarmMinDelayMs}});
   txn.afterCommit([this, next, now] {
     ctx_.probe(scheduler_events::kReconcileDurable, {{"reconciled_at", now}, {"next", optionalJson(next)}});
-    scheduleEarlyTimer(next);
+    scheduleEarlyTimer(next, now);
   });
 }
 
@@ -228,15 +228,18 @@ struct Engine::EarlyTimer {
   std::shared_ptr<AsyncEvent> cancelled;
 };
 
-void Engine::scheduleEarlyTimer(std::optional<int64_t> next) {
+// Whether to arm is decided at the reconcile's time, when its physical alarm was chosen, not after
+// the confirmation wait: a `next` the physical alarm already holds gets no timer (SCH-06,
+// docs/decisions.md).
+void Engine::scheduleEarlyTimer(std::optional<int64_t> next, int64_t reconciledAt) {
   if (earlyTimer_ && next && earlyTimer_->next == *next) return;
   if (earlyTimer_) {
     ctx_.probe(scheduler_events::kTimerCancel, {{"next", earlyTimer_->next}});
     earlyTimer_->cancelled->set();
     earlyTimer_.reset();
   }
+  if (!next || *next >= reconciledAt + options_.alarmMinDelayMs) return;
   const int64_t now = ctx_.clock.now();
-  if (!next || *next >= now + options_.alarmMinDelayMs) return;
   auto timer = std::make_shared<EarlyTimer>();
   timer->next = *next;
   timer->cancelled = ctx_.makeEvent();

@@ -135,7 +135,7 @@ class Engine {
 
   void requestReconcile(StorageTxn& txn, const std::string& kind);
   void reconcileNow(StorageTxn& txn, const std::string& kind);
-  void scheduleEarlyTimer(std::optional<int64_t> next);
+  void scheduleEarlyTimer(std::optional<int64_t> next, int64_t reconciledAt);
   Task<void> earlyTimerTask(std::shared_ptr<EarlyTimer> timer);
   struct AlarmRun;
   struct ConcurrentRun;

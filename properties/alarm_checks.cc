@@ -36,6 +36,7 @@ std::string AlarmChecks::invariant_for(const std::string& ev) const {
   if (ev == scheduler_events::kHandoff) return "SCH-10";
   if (ev == scheduler_events::kParticipant || ev == scheduler_events::kAppAttach) return "SCH-09";
   if (ev == scheduler_events::kAppMigrate) return "SCH-12";
+  if (ev == alarms_events::kAppHandler) return "ALM-01";
   if (ev.rfind(scheduler_events::kPrefix, 0) == 0) return "SCH-08";
   if (ev.rfind(alarms_events::kPurge, 0) == 0) return "ALM-10";
   if (ev.rfind(alarms_events::kCancel, 0) == 0) return "ALM-11";
@@ -51,7 +52,8 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
-    const std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
+    std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
+    stampCommitTime(reconciles, num(e, "t"));
     if (!reconciles.empty()) {
       // Nothing changed, so the stored alarm is what the reconcile wrote or found (runtime.md 7.3:
       // a running platform handler hides the firing alarm, which then stays as it was).
@@ -81,10 +83,14 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   ObjectState& obj = objects_[label(e)];
   if (ev == scheduler_events::kTimerArm) {
     const int64_t next = num(e, "next");
-    tallies_.check("SCH-06", inc.sawDurable && inc.lastDurableNext == next && next < num(e, "now") + num(e, "min_delay"), [&] {
-      return label(e) + " armed an early timer for " + str(next) + " at " + str(num(e, "now")) +
-             "; the last committed reconcile's next is " + str(inc.lastDurableNext);
-    });
+    // Judged against the time the reconcile committed, not the arm-time clock the engine reads: a
+    // next at or past commit time + alarmMinDelayMs was written as the physical alarm, which fires.
+    const std::optional<int64_t> committedAt = inc.lastDurableCommittedAt;
+    tallies_.check("SCH-06",
+                   inc.sawDurable && inc.lastDurableNext == next && committedAt && next < *committedAt + num(e, "min_delay"), [&] {
+                     return label(e) + " armed an early timer for " + str(next) + " at " + str(num(e, "now")) +
+                            "; the last committed reconcile's next is " + str(inc.lastDurableNext) + ", committed at " + str(committedAt);
+                   });
     inc.timerNext = next;
   } else if (ev == scheduler_events::kTimerFire) {
     tallies_.check("SCH-06", num(e, "now") >= num(e, "next"), [&] {
@@ -115,6 +121,8 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   } else if (ev == scheduler_events::kAppMigrate) {
     tallies_.check("SCH-12", num(e, "applied") == 0 && num(e, "rolled_back") == 0,
                    [&] { return label(e) + " migrate(latest) on a migrated store changed the schema"; });
+  } else if (ev == alarms_events::kAppHandler) {
+    onHandlerRan(e);
   } else if (ev == alarms_events::kCancelWrite) {
     const std::string name = text(e, "name");
     tallies_.check("ALM-11", !row(label(e), name), [&] { return label(e) + " cancel(" + name + ") left its row"; });
@@ -153,11 +161,18 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
 void AlarmChecks::onCommit(const json& e) {
   const std::string object = label(e);
   IncarnationState& inc = incarnations_[key(e)];
-  const std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
+  std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
   if (!reconciles.empty()) checkWindow(object, reconciles.back(), optInt(e.at("alarm")));
+  stampCommitTime(reconciles, num(e, "t"));
   inc.commits.commit(e.at("commit").get<uint64_t>());
   if (!hasAlarmTable(object)) return;
   checkRows(object);
+}
+
+// The reconciles of a segment commit (or join the last commit, for a no-op) when the segment ends.
+void AlarmChecks::stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t) {
+  for (Reconcile& r : reconciles)
+    if (!r.committedAt) r.committedAt = r.now + (t - r.seenAt);
 }
 
 void AlarmChecks::notesDurable(const std::string& object, IncarnationState& inc, const CommitNotes& notes) {
@@ -244,6 +259,7 @@ bool AlarmChecks::hasAlarmTable(const std::string& object) {
 void AlarmChecks::onReconcile(const json& e) {
   Reconcile r;
   r.now = num(e, "now");
+  r.seenAt = num(e, "t");
   r.minDelay = num(e, "min_delay");
   r.next = optInt(e.at("next"));
   r.before = optInt(e.at("before"));
@@ -267,6 +283,7 @@ void AlarmChecks::onReconcileDurable(const json& e) {
   tallies_.check("SCH-05", committed, [&] {
     return label(e) + " ran the after-commit step of a reconcile at " + str(at) + " that never committed";
   });
+  inc.lastDurableCommittedAt = committed ? it->committedAt : std::nullopt;
   if (committed) inc.confirmedReconciles.erase(it);
   inc.lastDurableNext = next;
   inc.sawDurable = true;
@@ -320,6 +337,16 @@ void AlarmChecks::onClaim(const json& e) {
   incarnations_[key(e)].commits.notes().claims.emplace_back(occurrence, attempt);
 }
 
+// ALM-01 counts what the application's handler actually ran, not what the engine says it invoked.
+void AlarmChecks::onHandlerRan(const json& e) {
+  const std::string object = label(e), name = text(e, "name"), key = text(e, "key");
+  const std::string generation = key.rfind(kKeyPrefix, 0) == 0 ? key.substr(kKeyPrefix.size()) : key;
+  const int64_t runs = ++objects_[object].handlerRuns[{name, generation}];
+  tallies_.check("ALM-01", runs <= policy_.maxAttempts(name), [&] {
+    return object + " ran the handler of " + name + " " + str(runs) + " times in one generation (max " + str(policy_.maxAttempts(name)) + ")";
+  });
+}
+
 void AlarmChecks::onInvoke(const json& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
@@ -327,10 +354,6 @@ void AlarmChecks::onInvoke(const json& e) {
   const std::string name = text(e, "name");
   const Occurrence occurrence{name, text(e, "generation")};
   const int64_t attempt = num(e, "attempt");
-  const int64_t invocations = ++obj.invocations[occurrence];
-  tallies_.check("ALM-01", invocations <= policy_.maxAttempts(name), [&] {
-    return object + " invoked " + name + " " + str(invocations) + " times in one generation (max " + str(policy_.maxAttempts(name)) + ")";
-  });
   tallies_.check("ALM-02",
                  inc.confirmedClaims.count({occurrence, attempt}) > 0 && e.at("is_retry").get<bool>() == (attempt > 1) &&
                      num(e, "retry_count") == attempt - 1,

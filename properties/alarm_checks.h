@@ -44,6 +44,7 @@ class AlarmChecks final : public ObjectChecker {
   // End-of-run checks over every object of the class, at `now`, with their stored alarms.
   void finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs);
 
+
   static constexpr int64_t kPlatformLatenessMs = 60'000 + 64'000;  // alarm.late plus one uncounted retry
 
  private:
@@ -52,6 +53,10 @@ class AlarmChecks final : public ObjectChecker {
 
   struct Reconcile {
     int64_t now = 0, minDelay = 0;
+    int64_t seenAt = 0;                  // trace time of its probe
+    // The object's clock when the commit that holds it happened: `now` plus the time that passed
+    // until the commit (the object's clock may be offset from trace time under arbitrary faults).
+    std::optional<int64_t> committedAt;
     std::optional<int64_t> next, before, written;
     bool deleted = false;
   };
@@ -79,6 +84,7 @@ class AlarmChecks final : public ObjectChecker {
     std::set<std::pair<Occurrence, int64_t>> confirmedClaims;
     std::vector<Reconcile> confirmedReconciles;
     std::optional<int64_t> lastDurableNext;
+    std::optional<int64_t> lastDurableCommittedAt;  // when the reconcile that computed it committed
     bool sawDurable = false;
     std::optional<int64_t> timerNext;
     std::map<std::string, int64_t> running;  // name -> attempt of the running handler
@@ -88,7 +94,7 @@ class AlarmChecks final : public ObjectChecker {
     bool handedOff = false;
   };
   struct ObjectState {
-    std::map<Occurrence, int64_t> invocations;
+    std::map<Occurrence, int64_t> handlerRuns;     // what the application's handler ran (ALM-01)
     std::map<Occurrence, int64_t> highestInvoked;
     std::set<Occurrence> failed;
     std::map<std::string, Occurrence> cancelledAt;  // name -> generation a durable cancel removed
@@ -108,6 +114,8 @@ class AlarmChecks final : public ObjectChecker {
   };
 
   void observe(const std::string& ev, const nlohmann::json& e) override;
+  void onHandlerRan(const nlohmann::json& e);
+  static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
   std::string invariant_for(const std::string& ev) const override;
   Key key(const nlohmann::json& event) const;
 

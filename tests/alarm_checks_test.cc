@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "faults/fault_plan.h"
+#include "properties/alarm_checks.h"
 #include "properties/checkers.h"
+#include "sim/sqlite_store.h"
 #include "sim/world.h"
 #include "workloads/run_config.h"
 #include "workloads/runner.h"
@@ -24,16 +26,28 @@ using nlohmann::json;
 
 constexpr uint64_t kSeed = 1;
 
+struct AlarmPolicyStub {
+  properties::AlarmPolicyView view() const {
+    properties::AlarmPolicyView v;
+    v.maxAttempts = [](const std::string&) { return int64_t{5}; };
+    v.retryDelay = [](const std::string&, int64_t) { return std::optional<std::pair<int64_t, int64_t>>{}; };
+    v.policyInvalid = [](const std::string&) { return false; };
+    return v;
+  }
+};
+
 class NullSink final : public sim::TraceSink {
  public:
   void record(const json&) override {}
 };
 
-// Changes the `nth` event named `ev` (counting from 0) before the checkers see it.
+// Changes the `nth` event named `ev` (counting from 0) before the checkers see it, and hands them
+// `copies` of it.
 struct Mutation {
   std::string ev;
   int nth = 0;
   std::function<void(json&)> change;
+  int copies = 1;
 };
 
 class MutatingObserver final : public sim::TraceSink {
@@ -46,7 +60,7 @@ class MutatingObserver final : public sim::TraceSink {
       json changed = event;
       mutation_.change(changed);
       applied_ = true;
-      forward(changed);
+      for (int i = 0; i < mutation_.copies; ++i) forward(changed);
       return;
     }
     forward(event);
@@ -139,11 +153,42 @@ const Case kCases[] = {
     {"CommitLeavesAnotherAlarm", {"commit", 1, [](json& e) { e["alarm"] = 1; }}, "SCH-02"},
     // A purge that reports another count than the rows it removed: the check reads the store.
     {"PurgeCountDisagreesWithTheRows", {"alm.purge.write", 0, [](json& e) { e["count"] = 7; }}, "ALM-10"},
+    // The application's handler ran more often than maxAttempts, though the engine reported one
+    // invocation: ALM-01 counts what the handler ran.
+    {"HandlerRunsBeyondTheAttemptBound", {"app.alarm.handler", 0, [](json&) {}, 6}, "ALM-01"},
     // A malformed probe is a violation, not a crash.
     {"MalformedClaim", {"alm.claim", 0, [](json& e) { e.erase("attempt"); }}, "ALM-13"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Stream, AlarmCheckMutations, testing::ValuesIn(kCases), [](const auto& info) { return std::string(info.param.name); });
+
+// SCH-06 is judged at the reconcile's commit, not at the arm-time clock the engine reads: a reconcile
+// at 1000 with next 6000 and alarmMinDelayMs 5000 wrote the physical alarm for 6000, so a timer armed
+// for 6000 after the confirmation wait (at 3000, when 6000 < 3000 + 5000) would run the work twice.
+TEST(AlarmChecksStream, ATimerForANextThePhysicalAlarmHoldsViolatesSch06) {
+  sim::SqliteStore store{sim::SqlEnvironment{[] { return uint64_t{7}; }, [] { return int64_t{0}; }}};
+  const AlarmPolicyStub policy;
+  properties::AlarmChecks checks(
+      properties::StoreReader{[&store](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return store.exec(sql, params); }},
+      policy.view(), "AlarmApp");
+  const auto event = [](const char* ev, int64_t t, json fields) {
+    fields["ev"] = ev;
+    fields["t"] = t;
+    fields["object"] = "AlarmApp/a";
+    fields["incarnation"] = 1;
+    return fields;
+  };
+  checks.record(event("sch.reconcile", 1000,
+                      {{"now", 1000}, {"next", 6000}, {"before", nullptr}, {"written", 6000}, {"deleted", false}, {"min_delay", 5000}}));
+  checks.record(event("commit", 1000, {{"commit", 1}, {"alarm", 6000}}));
+  checks.record(event("confirm", 3000, {{"commit", 1}}));
+  checks.record(event("sch.reconcile.durable", 3000, {{"reconciled_at", 1000}, {"next", 6000}}));
+  checks.record(event("sch.timer.arm", 3000, {{"next", 6000}, {"now", 3000}, {"min_delay", 5000}}));
+  const auto& tallies = checks.tallies().by_id();
+  ASSERT_TRUE(tallies.count("SCH-06"));
+  EXPECT_EQ(tallies.at("SCH-06").violated, 1u);
+  EXPECT_EQ(tallies.count("SCH-05") ? tallies.at("SCH-05").violated : 0u, 0u);
+}
 
 }  // namespace
 }  // namespace durasim

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/alarms_events.h"
 #include "engine/errors.h"
 #include "engine/scheduler_events.h"
 
@@ -115,6 +116,7 @@ Task<nlohmann::json> AlarmApp::call(std::string_view method, const nlohmann::jso
 }
 
 Task<void> AlarmApp::handle(DurableAlarmInfo info) {
+  ctx_.probe(alarms_events::kAppHandler, {{"name", info.name}, {"key", info.idempotencyKey}, {"attempt", info.attempt}});
   co_await misbehave("alarm.handler");
   const std::string family = alarmFamily(info.name);
   if (family == "flaky" && info.attempt <= kFlakyFailures) throw std::runtime_error("flaky failure");
