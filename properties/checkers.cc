@@ -10,8 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "engine/conventions.h"
-#include "engine/retry_policy.h"
+#include "model/alarms_model.h"
 #include "properties/alarm_checks.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
@@ -67,7 +66,7 @@ struct AlarmPolicy {
     std::optional<int64_t> maxAttempts, retryDelayMs;
     bool invalid = false;
   };
-  int64_t defaultMaxAttempts = kDefaultMaxAttempts;
+  int64_t defaultMaxAttempts = model::kDefaultMaxAttempts;
   std::map<std::string, Family> families;
   int64_t alarmMinDelayMs = 0;
 
@@ -97,8 +96,9 @@ struct AlarmPolicy {
       const Family* f = family(name);
       if (f && f->invalid) return std::nullopt;
       if (f && f->retryDelayMs) return std::make_pair(*f->retryDelayMs, *f->retryDelayMs);
-      const auto d = static_cast<int64_t>(exponential(attempt));
-      return std::make_pair(static_cast<int64_t>(jsRound(static_cast<double>(d) / 2)), d);
+      // From the spec's model, never from the engine's own retry code (which it checks).
+      const model::TimeRange range = model::defaultDelayRange(attempt);
+      return std::make_pair(range.lo, range.hi);
     };
     v.policyInvalid = [this](const std::string& name) {
       const Family* f = family(name);
