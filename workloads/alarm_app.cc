@@ -97,6 +97,7 @@ Task<nlohmann::json> AlarmApp::call(std::string_view method, const nlohmann::jso
   if (method == "schedule") {
     const std::string name = args.at("name").get<std::string>();
     if (alarmFamily(name) == "self") ctx_.storage.exec("DELETE FROM self_chain WHERE name = ?", name);
+    lastScheduledAt_[name] = ctx_.clock.now();  // schedule reads the same clock for created_at
     Task<void> scheduling = alarms_->schedule(name, args.at("at").get<int64_t>());
     co_await scheduling;
     co_return nlohmann::json::object();
@@ -108,7 +109,12 @@ Task<nlohmann::json> AlarmApp::call(std::string_view method, const nlohmann::jso
     co_return nlohmann::json{{"deleted", deleted}};
   }
   if (method == "purge") {
-    const int64_t count = co_await alarms_->purgeBefore(args.at("before").get<int64_t>());
+    int64_t before = args.value("before", int64_t{0});
+    if (args.contains("boundaryOf")) {
+      const auto known = lastScheduledAt_.find(args.at("boundaryOf").get<std::string>());
+      before = known != lastScheduledAt_.end() ? known->second : ctx_.clock.now();
+    }
+    const int64_t count = co_await alarms_->purgeBefore(before);
     co_return nlohmann::json{{"count", count}};
   }
   if (method == "ping") co_return nlohmann::json::object();

@@ -2,10 +2,12 @@
 // handler behaviour per name family (succeed, fail then succeed, always fail, non-retryable, time
 // out, replace itself while running, invalid retry policy, outlive the alarm handoff). Handlers are
 // idempotent by their idempotency key: each records its effect once in `app_effects`.
-// RPC methods: schedule {name, at}, cancel {name}, purge {before}, ping.
+// RPC methods: schedule {name, at}, cancel {name}, purge {before} or {boundaryOf: name} (the cutoff
+// is the instant this incarnation last scheduled `name`, its created_at: a boundary case), ping.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +69,7 @@ class AlarmApp final : public DurableObject {
   sim::FaultInjector* faults_;
   DurabilityScheduler scheduler_;
   std::unique_ptr<DurabilityAlarms> alarms_;
+  std::map<std::string, int64_t> lastScheduledAt_;  // name -> clock when this incarnation scheduled it
 };
 
 }  // namespace durasim::workloads

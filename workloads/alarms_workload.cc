@@ -26,6 +26,7 @@ constexpr int64_t kDefaultNamesPerFamily = 1;
 constexpr int64_t kMaxThinkMs = 5'000;
 constexpr int64_t kScheduleAheadMinMs = -5'000, kScheduleAheadMaxMs = 60'000;
 constexpr int64_t kPurgeLookBackMs = 120'000;
+constexpr int64_t kScheduleGridMs = 5'000;
 constexpr Backoff kRetryBackoff{500, 10'000};  // 500 ms more after each uncertain attempt, at most 10 s
 constexpr int64_t kHandoffMs = 30'000;  // below "long.*" handlers' run time, so handoffs happen
 constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
@@ -88,7 +89,11 @@ class AlarmsWorkload final : public Workload {
   }
 
  private:
-  static std::string objectName(int64_t i) { return "a" + std::to_string(i); }
+  static std::string objectName(int64_t i) {
+    std::string name = "a";
+    name += std::to_string(i);
+    return name;
+  }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   // Objects that still hold a pending occurrence or a stored alarm (the liveness goal is none).
@@ -106,6 +111,14 @@ class AlarmsWorkload final : public Workload {
     return items;
   }
 
+  // A third of schedules land on a shared grid, on a grid instant or 1 ms after it, so that rows fall
+  // due together and exactly at each other's boundaries (a pass at t takes rows due at t, not t + 1).
+  int64_t scheduleTime() {
+    const int64_t at = std::max<int64_t>(0, world_->now() + draw(kScheduleAheadMinMs, kScheduleAheadMaxMs));
+    if (draw(0, 2) != 0) return at;
+    return (at / kScheduleGridMs + 1) * kScheduleGridMs + draw(0, 1);
+  }
+
   Task<void> client(int64_t c) {
     const std::vector<std::string> names = alarmNames(namesPerFamily_);
     for (int64_t i = 0; i < ops_; ++i) {
@@ -119,7 +132,7 @@ class AlarmsWorkload final : public Workload {
       switch (op) {
         case Op::schedule:
           method = "schedule";
-          args = {{"name", name}, {"at", std::max<int64_t>(0, world_->now() + draw(kScheduleAheadMinMs, kScheduleAheadMaxMs))}};
+          args = {{"name", name}, {"at", scheduleTime()}};
           break;
         case Op::cancel:
           method = "cancel";
@@ -127,7 +140,9 @@ class AlarmsWorkload final : public Workload {
           break;
         case Op::purge:
           method = "purge";
-          args = {{"before", std::max<int64_t>(0, world_->now() - draw(0, kPurgeLookBackMs))}};
+          // A third of purges cut exactly at a row's created_at (kept: only older rows go).
+          if (draw(0, 2) == 0) args = {{"boundaryOf", name}};
+          else args = {{"before", std::max<int64_t>(0, world_->now() - draw(0, kPurgeLookBackMs))}};
           break;
       }
       // Each call is idempotent in effect (a repeated schedule replaces with the same time, cancel and
