@@ -95,12 +95,12 @@ void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
 // The events each check reads: a malformed one is a violation of the check it feeds.
 std::string LeaseChecks::invariant_for(const std::string& ev) const {
   if (ev == log_events::kOptions || ev == log_events::kLeaseDisabled) return "LSE-16";
-  if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite) return "LSE-02";
+  if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite || ev == log_events::kLeaseAllocateWrite) return "LSE-02";
   if (ev == log_events::kLeaseNone) return "LSE-06";
   if (ev == log_events::kLeaseTruncateWrite || ev == log_events::kLeaseTruncated) return "LSE-13";
   if (ev == log_events::kLeaseReleaseWrite || ev == log_events::kLease) return "LSE-10";
   if (ev == log_events::kLeasePoisonWrite || ev == log_events::kPoisonCallback) return "LSE-08";
-  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LSE-05";
+  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite || ev == log_events::kLeaseDeleteWrite) return "LSE-05";
   if (ev == log_events::kAppLeaseOutcome || settlement(ev)) return "LSE-04";
   return "LSE-09";
 }
@@ -150,6 +150,8 @@ void LeaseChecks::observe(const std::string& ev, const json& e) {
   if (ev == log_events::kLeaseWrite) return onLeaseWrite(e);
   if (ev == log_events::kLeaseNone) return onLeaseNone(e);
   if (ev == log_events::kLeaseGapWrite) return onTailGapWrite(e);
+  if (ev == log_events::kLeaseAllocateWrite) return onAllocateWrite(e);
+  if (ev == log_events::kLeaseDeleteWrite) return onDeleteWrite(e);
   if (ev == log_events::kLeaseTruncateWrite) return onTruncateWrite(e);
   if (ev == log_events::kLeaseTruncated) return onTruncated(e);
   if (ev == log_events::kLeaseReleaseWrite) return onReleaseWrite(e);
@@ -415,6 +417,19 @@ void LeaseChecks::onTailGapWrite(const json& e) {
   touch(obj, consumer, "LSE-02");
 }
 
+// An allocation written on its own (variant log.lease_two_write_allocation): it never decreases.
+void LeaseChecks::onAllocateWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer");
+  const int64_t allocation = num(e, "allocation");
+  const std::optional<int64_t> before = lookup(obj.state.staged().allocation, consumer);
+  tallies_.check("LSE-02", allocation >= before.value_or(0), [&] {
+    return label(e) + " moved the allocation of " + consumer + " down from " + str(before) + " to " + str(allocation);
+  });
+  obj.state.stage([consumer, allocation](Mirror& mirror) { mirror.allocation[consumer] = allocation; });
+  touch(obj, consumer, "LSE-02");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Truncation, release, poison (log.md 7.1 step 4, 7.2)
 
@@ -580,6 +595,29 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
     });
   });
   obj.touched[consumer].advanced = true;
+  touch(obj, consumer, "LSE-05");
+}
+
+// Settled rows deleted on their own (variant log.lease_ack_three_units): only rows below the cursor,
+// and exactly the settled ones there.
+void LeaseChecks::onDeleteWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer");
+  const int64_t below = num(e, "below");
+  const Mirror& m = obj.state.staged();
+  const std::optional<int64_t> cursor = lookup(m.cursor, consumer);
+  int64_t settledBelow = 0;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) settledBelow += settledState(row.state) && row.last < below ? 1 : 0;
+  tallies_.check("LSE-05", below <= cursor.value_or(0) && num(e, "deleted") == settledBelow, [&] {
+    return label(e) + " deleted " + str(num(e, "deleted")) + " settled rows of " + consumer + " below " + str(below) + " with cursor " +
+           str(cursor) + "; " + str(settledBelow) + " settled rows lie below it";
+  });
+  obj.state.stage([consumer, below](Mirror& mirror) {
+    std::erase_if(mirror.rows, [&](const auto& entry) {
+      const Row& row = entry.second;
+      return row.consumer == consumer && settledState(row.state) && row.last < below;
+    });
+  });
   touch(obj, consumer, "LSE-05");
 }
 

@@ -15,9 +15,11 @@
 //       mirror: an untouched consumer under LSE-09, a touched one under the ID of what touched it
 //       (LSE-02 grant, LSE-04 settle, LSE-05 advance, LSE-08 poison, LSE-10 release, LSE-13 truncation)
 //   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation; the gap row
-//       alone of a fully trimmed tail, `log.lease.gap.write`), 03 (unique
+//       alone of a fully trimmed tail, `log.lease.gap.write`; an allocation written alone, which only
+//       a variant does, never decreases), 03 (unique
 //       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
-//       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
+//       05 (each advance recomputed; every settle advances in its transaction; a deletion written
+//       alone, which only a variant does, removes exactly the settled rows below the cursor), 06, 07, 08 (skip
 //       confirmed before the callback, with the attempt it skipped, > maxAttempts), 09, 10 (returned
 //       lease content against the appended records; release of unreadable ranges), 11, 13 (truncation
 //       writes once, throws after it), 14 (every skip advances in its transaction), 16
@@ -118,6 +120,8 @@ class LeaseChecks final : public ObjectChecker {
   void onReclaim(const nlohmann::json& e, ObjectState& obj);
   void onLeaseNone(const nlohmann::json& e);
   void onTailGapWrite(const nlohmann::json& e);
+  void onAllocateWrite(const nlohmann::json& e);
+  void onDeleteWrite(const nlohmann::json& e);
   void onTruncateWrite(const nlohmann::json& e);
   void onTruncated(const nlohmann::json& e);
   void onReleaseWrite(const nlohmann::json& e);
