@@ -580,10 +580,13 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
   const std::string consumer = text(e, "consumer");
   const Mirror& m = obj.state.staged();
   const model::AdvanceResult a = predictAdvance(m, consumer);
-  tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
+  const bool predicted = tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
     return label(e) + " advance of " + consumer + " from " + str(optNum(e, "cursor")) + " to " + str(optNum(e, "to")) + " deleting " +
            str(num(e, "deleted")) + "; the settled run from " + str(a.before) + " gives " + str(a.to) + " deleting " + str(a.deleted);
   });
+  // The stored rows will then differ from the predicted ones: that is this advance's fault, whatever
+  // touched the consumer first in the transaction.
+  if (!predicted) obj.touched[consumer].id = "LSE-05";
   obj.state.stage([consumer, a](Mirror& mirror) {
     if (a.to && a.to != a.before) {
       mirror.cursor[consumer] = *a.to;

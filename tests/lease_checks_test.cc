@@ -50,6 +50,7 @@ struct Faults {
   bool ackAnyState = false;           // ack matches settled rows too
   bool touchOtherConsumer = false;    // an ack also rewrites another consumer's rows
   bool lateCallbackAttempt = false;   // onPoison sees the attempt before the reclaim
+  bool advanceKeepsRows = false;      // advance moves the cursor but deletes no settled row
 };
 
 // A minimal DurabilityLog (log.md 7) over one SqliteStore, emitting the engine's events.
@@ -333,8 +334,10 @@ class ReferenceLog {
     }
     if (x > cur.value_or(0)) store_.exec("INSERT OR REPLACE INTO durability_log_cursors VALUES (?, ?, ?)", {consumer, x, now});
     const int64_t deleted =
-        store_.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked', 'skipped') AND last_offset < ?", {consumer, x})
-            .rowsWritten();
+        faults.advanceKeepsRows
+            ? 0
+            : store_.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked', 'skipped') AND last_offset < ?", {consumer, x})
+                  .rowsWritten();
     const std::optional<int64_t> to = x > cur.value_or(0) ? std::optional<int64_t>(x) : cur;
     emit("log.advance.write", {{"consumer", consumer}, {"cursor", opt(cur)}, {"to", opt(to)}, {"deleted", deleted}});
   }
@@ -693,6 +696,21 @@ TEST(LeaseChecks, TruncationOfAPendingRangeSkipsOnlyTheTrimmedPrefix) {
   ASSERT_TRUE(a.lease("c1"));  // the rest [2, 2] comes back without another error
   EXPECT_GT(rig.tally("LSE-13").checked, 0u);
   for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+}
+
+// The advance of a truncation deletes nothing: the stored rows then differ from the mirror, and
+// that is blamed on the advance (LSE-05), not on the truncation that touched the consumer first.
+TEST(LeaseChecks, AnAdvanceThatKeepsSettledRowsIsBlamedForTheRowsLeft) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.nack("c1", *a.lease("c1"));
+  a.trimBelow(4);
+  a.faults.advanceKeepsRows = true;
+  EXPECT_FALSE(a.lease("c1"));  // [0, 2] wholly trimmed: skipped, the cursor moves to 3
+  EXPECT_VIOLATES(rig, "LSE-05", "advance of c1 from none to 3 deleting 0; the settled run from none gives 3 deleting 1");
+  EXPECT_GE(rig.tally("LSE-05").violated, 2u);  // and the skipped row the store kept
+  EXPECT_EQ(rig.tally("LSE-13").violated, 0u);
 }
 
 TEST(LeaseChecks, WrongRecordsInALeaseViolateLeaseContent) {
