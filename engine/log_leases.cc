@@ -38,6 +38,13 @@ LeaseState stateFromName(const std::string& name) {
 
 }  // namespace
 
+// What the bounds transaction of loadLeaseRecords saw: the bounds, and the hot records of the lease's
+// range unless some of its offsets were trimmed.
+struct BoundsAndHot {
+  Bounds bounds;
+  std::vector<LogRecord> hot;
+};
+
 // What transaction A of lease() granted; `unwritten` only under log.lease_two_write_allocation.
 struct DurabilityLog::Grant {
   LogLease lease;
@@ -251,23 +258,28 @@ Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
                     {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"error", failure}});
 }
 
-// log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming).
+// log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming). The hot
+// part of the range is read inside the bounds transaction: awaiting it includes the wait for its
+// confirmation, which lets other events in (runtime.md 4.3), and a trim flushing those rows meanwhile
+// would make offsets still readable from cold look lost (docs/decisions.md).
 Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
   const int64_t now = ctx_.clock.now();
-  const Bounds b = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const Bounds bounds = readBounds(txn);
-    // The H7 variant throws below without touching the row.
-    if (lease.firstOffset < bounds.oldest && !leaseVariants_.truncationBlocks) dropTrimmedPrefix(txn, lease, bounds.oldest, now);
-    return bounds;
+  BoundsAndHot seen = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    BoundsAndHot read{readBounds(txn), {}};
+    if (lease.firstOffset >= read.bounds.oldest)
+      read.hot = log_detail::hotRecords(txn, std::max(lease.firstOffset, read.bounds.hot), lease.lastOffset);
+    else if (!leaseVariants_.truncationBlocks)  // the H7 variant throws below without touching the row
+      dropTrimmedPrefix(txn, lease, read.bounds.oldest, now);
+    return read;
   });
+  const Bounds& b = seen.bounds;
   if (lease.firstOffset < b.oldest) {
     ctx_.probe(log_events::kLeaseTruncated,
                {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", lease.firstOffset}, {"oldest", b.oldest}});
     throw LogTruncatedError(lease.firstOffset, b.oldest);
   }
 
-  // Hot offsets first (no suspension between the bounds and this read), then the flushed ones.
-  std::vector<LogRecord> hot = log_detail::hotRecords(ctx_.storage, std::max(lease.firstOffset, b.hot), lease.lastOffset);
+  // The flushed offsets below the hot ones the transaction saw, segment by segment, then those.
   std::vector<LogRecord> records;
   int64_t o = lease.firstOffset;
   while (o < std::min(b.hot, lease.lastOffset + 1)) {
@@ -286,7 +298,7 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
       }
     if (o <= segLast) break;  // the segment lacked an offset
   }
-  for (LogRecord& r : hot)
+  for (LogRecord& r : seen.hot)
     if (r.offset == o) {
       records.push_back(std::move(r));
       ++o;
