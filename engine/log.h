@@ -2,6 +2,8 @@
 // reads, forward-only consumer cursors, retention trimming, cold segment flushes and leases. Keeps offsets dense and never reused
 // (next_offset never decreases; hot offsets are exactly [hotOffset, nextOffset)), append batches all
 // or nothing, dedup hits return the original offset, and cursors that only move forward.
+// The lease variant flags of hazards.md (H4-H8, engine/variants.h) are read once at construction
+// into LeaseVariants; log_lease_variants.cc holds the reference behaviour they switch on.
 #pragma once
 
 #include <cstdint>
@@ -140,7 +142,21 @@ class DurabilityLog {
   static const std::vector<Migration>& leaseMigrations();  // capability `logLeases`
 
  private:
+  // Which lease hazards of the reference (hazards.md H4-H8) this instance reintroduces; all off
+  // unless ObjectContext::variants names them (read once, at construction).
+  struct LeaseVariants {
+    bool twoWriteAllocation = false;     // H4  log.lease_two_write_allocation
+    bool advanceFromZero = false;        // H5  log.lease_advance_from_zero
+    bool advanceBatchLimited = false;    // H6  log.lease_advance_batch_limited
+    bool skipWithoutAdvance = false;     // H6  log.lease_skip_without_advance
+    bool ackThreeUnits = false;          // H6  log.lease_ack_three_units
+    bool truncationBlocks = false;       // H7  log.lease_truncation_blocks
+    bool settleIgnoresConsumer = false;  // H8  log.lease_settle_ignores_consumer
+    static LeaseVariants of(const ObjectContext& ctx);
+  };
+
   ObjectContext& ctx_;
+  const LeaseVariants leaseVariants_ = LeaseVariants::of(ctx_);
   LogOptions options_;
   std::optional<RoutingLoad> ownRouting_;
   RoutingLoad* routing_;
@@ -154,15 +170,25 @@ class DurabilityLog {
 
   // Leases (log.md 7, log_leases.cc).
   struct Grant;
+  struct UnwrittenGrant;
   void requireLeases(const char* method, const std::string& consumer);
   std::optional<Grant> grantLease(StorageTxn& txn, const std::string& consumer, int64_t size, int64_t now);
   void advance(StorageTxn& txn, const std::string& consumer, int64_t now);
+  int64_t settledRunEnd(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor);
+  int64_t deleteSettledBelow(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor, int64_t below);
   void coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now);
   Task<std::vector<LogRecord>> loadLeaseRecords(LogLease lease);
   void dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now);
   Task<void> releaseUnreadable(LogLease lease, int64_t missing);
   Task<void> skipPoisoned(LogLease lease);
   Task<void> settle(std::string how, std::string consumer, std::string batchId);
+  bool markSettled(StorageTxn& txn, bool ack, const std::string& consumer, const std::string& batchId);
+  // The lease variants' own steps (log_lease_variants.cc).
+  int64_t referenceRunEnd(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor);
+  int64_t deleteSettledFromCursor(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor, int64_t below);
+  bool markSettledAnyConsumer(StorageTxn& txn, bool ack, const std::string& batchId);
+  Task<void> writeGrantThenAllocation(LogLease lease, UnwrittenGrant grant);
+  Task<void> commitCursorThenDeleteRows(std::string consumer);
 };
 
 }  // namespace durasim

@@ -33,6 +33,10 @@ inline constexpr std::string_view kCommitWrite = "log.commit.write";
 inline constexpr std::string_view kForgetWrite = "log.forget.write";
 // attempt, batchId, bodies, consumer, expiresAt, first, keys, last, offsets, reclaimed
 inline constexpr std::string_view kLease = "log.lease";
+// consumer, allocation (variant log.lease_two_write_allocation only)
+inline constexpr std::string_view kLeaseAllocateWrite = "log.lease.allocate.write";
+// consumer, below, deleted (variant log.lease_ack_three_units only)
+inline constexpr std::string_view kLeaseDeleteWrite = "log.lease.delete.write";
 // method
 inline constexpr std::string_view kLeaseDisabled = "log.lease.disabled";
 // consumer, gap, gapBatchId, allocation

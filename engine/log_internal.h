@@ -1,5 +1,6 @@
-// Pieces of DurabilityLog shared by its two translation units (log.cc: append, read, cursors, trim;
-// log_leases.cc: leases). Not part of the log's interface.
+// Pieces of DurabilityLog shared by its translation units (log.cc: append, read, cursors, trim;
+// log_leases.cc: leases; log_lease_variants.cc: the lease variants of hazards.md). Not part of the
+// log's interface.
 #pragma once
 
 #include <algorithm>
@@ -92,4 +93,52 @@ inline nlohmann::json optionalJson(const std::optional<int64_t>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
 }
 
+// log.md 2: the stored name of a lease state.
+inline const char* leaseStateName(LeaseState state) {
+  switch (state) {
+    case LeaseState::active:
+      return "active";
+    case LeaseState::pending:
+      return "pending";
+    case LeaseState::acked:
+      return "acked";
+    case LeaseState::skipped:
+    default:
+      return "skipped";
+  }
+}
+
+inline void insertLeaseRow(StorageTxn& txn, const LogLeaseRow& row) {
+  txn.exec("INSERT INTO " DURASIM_LOG_LEASES " (batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
+           " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+           row.batchId, row.consumer, row.firstOffset, row.lastOffset, leaseStateName(row.state), row.attempt, row.expiresAt,
+           row.createdAt);
+}
+
+// A skipped row for trimmed offsets [first, last]: a gap row (log.md 7.1 step 5) or the trimmed
+// prefix of a leased range (7.2).
+inline void insertSkippedRow(StorageTxn& txn, const std::string& batchId, const std::string& consumer, int64_t first, int64_t last,
+                         int64_t now) {
+  insertLeaseRow(txn, LogLeaseRow{batchId, consumer, first, last, LeaseState::skipped, 0, 0, now});
+}
+
+inline void setAllocation(StorageTxn& txn, const std::string& consumer, int64_t offset) {
+  txn.exec("INSERT INTO " DURASIM_LOG_ALLOCATIONS " (consumer, allocated_offset) VALUES (?, ?)"
+           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
+           consumer, offset);
+}
+
 }  // namespace durasim::log_detail
+
+namespace durasim {
+
+// A fresh lease that transaction A planned but left unwritten (variant log.lease_two_write_allocation,
+// log_lease_variants.cc): its gap row id, if any, and the `log.lease.write` fields to trace.
+struct DurabilityLog::UnwrittenGrant {
+  int64_t base = 0;
+  std::optional<std::string> gapId;
+  nlohmann::json fields;
+  int64_t now = 0;
+};
+
+}  // namespace durasim

@@ -4,7 +4,8 @@
 // ranges starting at it (advance); a poisoned range is skipped durably before onPoison runs (H6);
 // a trimmed range surfaces LogTruncatedError once and its trimmed offsets stay covered by a skipped
 // row (H5, H7). Probes ("log.lease*", "log.ack*", "log.nack*", "log.advance.write",
-// "log.poison.*") are listed in docs/log-trace-events.md.
+// "log.poison.*") are listed in docs/log-trace-events.md. The lease variants of hazards.md (H4-H8)
+// branch off here where they change a step; the steps of their own are in log_lease_variants.cc.
 #include <algorithm>
 #include <exception>
 #include <utility>
@@ -22,21 +23,11 @@ using log_detail::optionalJson;
 using log_detail::readBounds;
 using log_detail::storedCursor;
 
-namespace {
+using log_detail::insertLeaseRow;
+using log_detail::insertSkippedRow;
+using log_detail::setAllocation;
 
-const char* stateName(LeaseState state) {
-  switch (state) {
-    case LeaseState::active:
-      return "active";
-    case LeaseState::pending:
-      return "pending";
-    case LeaseState::acked:
-      return "acked";
-    case LeaseState::skipped:
-    default:
-      return "skipped";
-  }
-}
+namespace {
 
 LeaseState stateFromName(const std::string& name) {
   if (name == "active") return LeaseState::active;
@@ -45,25 +36,20 @@ LeaseState stateFromName(const std::string& name) {
   return LeaseState::skipped;
 }
 
-void setAllocation(StorageTxn& txn, const std::string& consumer, int64_t offset) {
-  txn.exec("INSERT INTO " DURASIM_LOG_ALLOCATIONS " (consumer, allocated_offset) VALUES (?, ?)"
-           " ON CONFLICT(consumer) DO UPDATE SET allocated_offset = excluded.allocated_offset",
-           consumer, offset);
-}
-
-void insertLeaseRow(StorageTxn& txn, const LogLeaseRow& row) {
-  txn.exec("INSERT INTO " DURASIM_LOG_LEASES " (batch_id, consumer, first_offset, last_offset, state, attempt, expires_at,"
-           " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-           row.batchId, row.consumer, row.firstOffset, row.lastOffset, stateName(row.state), row.attempt, row.expiresAt,
-           row.createdAt);
-}
-
 }  // namespace
 
-// What transaction A of lease() granted.
+// What the bounds transaction of loadLeaseRecords saw: the bounds, and the hot records of the lease's
+// range unless some of its offsets were trimmed.
+struct BoundsAndHot {
+  Bounds bounds;
+  std::vector<LogRecord> hot;
+};
+
+// What transaction A of lease() granted; `unwritten` only under log.lease_two_write_allocation.
 struct DurabilityLog::Grant {
   LogLease lease;
   bool reclaimed = false;
+  std::optional<UnwrittenGrant> unwritten;
 };
 
 void DurabilityLog::requireLeases(const char* method, const std::string& consumer) {
@@ -77,7 +63,19 @@ void DurabilityLog::requireLeases(const char* method, const std::string& consume
 // log.md 7.4: always inside the caller's transaction.
 void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_t now) {
   const std::optional<int64_t> cur = storedCursor(txn, consumer);
-  int64_t x = cur.value_or(0);
+  const int64_t x = settledRunEnd(txn, consumer, cur);
+  const bool moves = x > cur.value_or(0);
+  if (moves) log_detail::moveCursorForward(txn, consumer, x, now);
+  const int64_t deleted = deleteSettledBelow(txn, consumer, cur, x);
+  const std::optional<int64_t> after = moves ? std::optional<int64_t>(x) : cur;
+  ctx_.probe(log_events::kAdvanceWrite,
+             {{"consumer", consumer}, {"cursor", optionalJson(cur)}, {"to", optionalJson(after)}, {"deleted", deleted}});
+}
+
+// The end of the unbroken run of acked/skipped rows starting at the cursor.
+int64_t DurabilityLog::settledRunEnd(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor) {
+  if (leaseVariants_.advanceFromZero || leaseVariants_.advanceBatchLimited) return referenceRunEnd(txn, consumer, cursor);
+  int64_t x = cursor.value_or(0);
   for (const SqlRow& row : txn.exec("SELECT first_offset, last_offset, state FROM " DURASIM_LOG_LEASES " WHERE consumer = ?"
                                     " ORDER BY first_offset, batch_id",
                                     consumer)
@@ -88,15 +86,15 @@ void DurabilityLog::advance(StorageTxn& txn, const std::string& consumer, int64_
     if (state != "acked" && state != "skipped") break;
     x = row.int64("last_offset") + 1;
   }
-  const bool moves = x > cur.value_or(0);
-  if (moves) log_detail::moveCursorForward(txn, consumer, x, now);
-  const int64_t deleted = txn.exec("DELETE FROM " DURASIM_LOG_LEASES " WHERE consumer = ? AND state IN ('acked','skipped')"
-                                   " AND last_offset < ?",
-                                   consumer, x)
-                              .rowsWritten();
-  const std::optional<int64_t> after = moves ? std::optional<int64_t>(x) : cur;
-  ctx_.probe(log_events::kAdvanceWrite,
-             {{"consumer", consumer}, {"cursor", optionalJson(cur)}, {"to", optionalJson(after)}, {"deleted", deleted}});
+  return x;
+}
+
+// Deletes the settled rows of `consumer` that end below `below`.
+int64_t DurabilityLog::deleteSettledBelow(StorageTxn& txn, const std::string& consumer, std::optional<int64_t> cursor, int64_t below) {
+  if (leaseVariants_.advanceFromZero) return deleteSettledFromCursor(txn, consumer, cursor, below);
+  return txn.exec("DELETE FROM " DURASIM_LOG_LEASES " WHERE consumer = ? AND state IN ('acked','skipped') AND last_offset < ?",
+                  consumer, below)
+      .rowsWritten();
 }
 
 // log.md 7.1 step 2: one transaction (A). nullopt: nothing granted.
@@ -147,8 +145,9 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   // 3. Where a fresh lease starts.
   const int64_t base = std::max(cur.value_or(0), allocated);
   const int64_t from = std::max(b.oldest, base);
+  const bool trimmedBelow = from > base && !leaseVariants_.advanceFromZero;  // the H5 variant writes no gap rows
   if (from >= b.next) {
-    if (from > base) coverTrimmedTail(txn, consumer, base, from, now);
+    if (trimmedBelow) coverTrimmedTail(txn, consumer, base, from, now);
     ctx_.probe(log_events::kLeaseNone, {{"consumer", consumer}, {"reason", "empty"}});
     return std::nullopt;
   }
@@ -161,25 +160,30 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
   }
 
   // 5. Gap row for offsets trimmed before anyone leased them (H5).
+  const bool oneWrite = !leaseVariants_.twoWriteAllocation;
   std::optional<std::string> gapId;
-  if (from > base) {
+  if (trimmedBelow) {
     gapId = ctx_.random.uuid();
-    insertLeaseRow(txn, LogLeaseRow{*gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+    if (oneWrite) insertSkippedRow(txn, *gapId, consumer, base, from - 1, now);
   }
 
   // 6. The lease and the allocation, in this same transaction (H4).
   Grant grant;
   grant.lease = LogLease{ctx_.random.uuid(), consumer, {}, from, last, 1, now + o.leaseMs};
-  insertLeaseRow(txn, LogLeaseRow{grant.lease.batchId, consumer, from, last, LeaseState::active, 1, grant.lease.expiresAt, now});
-  setAllocation(txn, consumer, last + 1);
   fields.update({{"batchId", grant.lease.batchId}, {"first", from}, {"last", last}, {"attempt", 1},
                  {"expiresAt", grant.lease.expiresAt}, {"reclaimed", false}, {"previousBatchId", nullptr}, {"base", base},
                  {"gap", gapId ? nlohmann::json::array({base, from - 1}) : nlohmann::json()},
                  {"gapBatchId", gapId ? nlohmann::json(*gapId) : nlohmann::json()}});
+  if (!oneWrite) {
+    grant.unwritten = UnwrittenGrant{base, gapId, std::move(fields), now};
+    return grant;
+  }
+  insertLeaseRow(txn, LogLeaseRow{grant.lease.batchId, consumer, from, last, LeaseState::active, 1, grant.lease.expiresAt, now});
+  setAllocation(txn, consumer, last + 1);
   ctx_.probe(log_events::kLeaseWrite, std::move(fields));
 
-  // 7. Let the cursor pass the trimmed offsets at once.
-  if (gapId) advance(txn, consumer, now);
+  // 7. Let the cursor pass the trimmed offsets at once (not under the H6 skip variant).
+  if (gapId && !leaseVariants_.skipWithoutAdvance) advance(txn, consumer, now);
   return grant;
 }
 
@@ -188,11 +192,11 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
 // advances, so a leased consumer of a fully trimmed log reaches nextOffset (LSE-15).
 void DurabilityLog::coverTrimmedTail(StorageTxn& txn, const std::string& consumer, int64_t base, int64_t from, int64_t now) {
   const std::string gapId = ctx_.random.uuid();
-  insertLeaseRow(txn, LogLeaseRow{gapId, consumer, base, from - 1, LeaseState::skipped, 0, 0, now});
+  insertSkippedRow(txn, gapId, consumer, base, from - 1, now);
   setAllocation(txn, consumer, from);
   ctx_.probe(log_events::kLeaseGapWrite,
              {{"consumer", consumer}, {"gap", nlohmann::json::array({base, from - 1})}, {"gapBatchId", gapId}, {"allocation", from}});
-  advance(txn, consumer, now);
+  if (!leaseVariants_.skipWithoutAdvance) advance(txn, consumer, now);
 }
 
 Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::optional<int64_t> limit) {
@@ -207,6 +211,10 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
   LogLease lease = std::move(grant->lease);
   Task<std::vector<LogRecord>> loading = loadLeaseRecords(lease);
   lease.records = co_await loading;
+  if (grant->unwritten) {
+    Task<void> writing = writeGrantThenAllocation(lease, std::move(*grant->unwritten));
+    co_await writing;
+  }
 
   const LogLeaseOptions& o = *options_.leases;
   if (grant->reclaimed && o.maxAttempts && o.onPoison && lease.attempt > *o.maxAttempts) {
@@ -231,7 +239,7 @@ Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
                          .rowsWritten() > 0;
     ctx_.probe(log_events::kLeasePoisonWrite, {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
                                           {"last", lease.lastOffset}, {"attempt", lease.attempt}, {"matched", hit}});
-    if (hit) advance(txn, lease.consumer, now);
+    if (hit && !leaseVariants_.skipWithoutAdvance) advance(txn, lease.consumer, now);
     return hit;
   });
   if (!matched) co_return;
@@ -250,22 +258,28 @@ Task<void> DurabilityLog::skipPoisoned(LogLease lease) {
                     {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"error", failure}});
 }
 
-// log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming).
+// log.md 7.2: the records of a granted lease, or LogTruncatedError (once per trimming). The hot
+// part of the range is read inside the bounds transaction: awaiting it includes the wait for its
+// confirmation, which lets other events in (runtime.md 4.3), and a trim flushing those rows meanwhile
+// would make offsets still readable from cold look lost (docs/decisions.md).
 Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
   const int64_t now = ctx_.clock.now();
-  const Bounds b = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const Bounds bounds = readBounds(txn);
-    if (lease.firstOffset < bounds.oldest) dropTrimmedPrefix(txn, lease, bounds.oldest, now);
-    return bounds;
+  BoundsAndHot seen = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    BoundsAndHot read{readBounds(txn), {}};
+    if (lease.firstOffset >= read.bounds.oldest)
+      read.hot = log_detail::hotRecords(txn, std::max(lease.firstOffset, read.bounds.hot), lease.lastOffset);
+    else if (!leaseVariants_.truncationBlocks)  // the H7 variant throws below without touching the row
+      dropTrimmedPrefix(txn, lease, read.bounds.oldest, now);
+    return read;
   });
+  const Bounds& b = seen.bounds;
   if (lease.firstOffset < b.oldest) {
     ctx_.probe(log_events::kLeaseTruncated,
                {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"requested", lease.firstOffset}, {"oldest", b.oldest}});
     throw LogTruncatedError(lease.firstOffset, b.oldest);
   }
 
-  // Hot offsets first (no suspension between the bounds and this read), then the flushed ones.
-  std::vector<LogRecord> hot = log_detail::hotRecords(ctx_.storage, std::max(lease.firstOffset, b.hot), lease.lastOffset);
+  // The flushed offsets below the hot ones the transaction saw, segment by segment, then those.
   std::vector<LogRecord> records;
   int64_t o = lease.firstOffset;
   while (o < std::min(b.hot, lease.lastOffset + 1)) {
@@ -284,7 +298,7 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
       }
     if (o <= segLast) break;  // the segment lacked an offset
   }
-  for (LogRecord& r : hot)
+  for (LogRecord& r : seen.hot)
     if (r.offset == o) {
       records.push_back(std::move(r));
       ++o;
@@ -311,7 +325,7 @@ void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, in
     fields["whole"] = true;
   } else {
     const std::string skippedId = ctx_.random.uuid();
-    insertLeaseRow(txn, LogLeaseRow{skippedId, lease.consumer, lease.firstOffset, oldest - 1, LeaseState::skipped, 0, 0, now});
+    insertSkippedRow(txn, skippedId, lease.consumer, lease.firstOffset, oldest - 1, now);
     txn.exec("UPDATE " DURASIM_LOG_LEASES " SET first_offset = ?, state = 'pending', expires_at = 0, attempt = attempt - 1"
              " WHERE batch_id = ?",
              oldest, lease.batchId);
@@ -319,7 +333,7 @@ void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, in
     fields["skippedBatchId"] = skippedId;
   }
   ctx_.probe(log_events::kLeaseTruncateWrite, std::move(fields));
-  advance(txn, lease.consumer, now);
+  if (!leaseVariants_.skipWithoutAdvance) advance(txn, lease.consumer, now);
 }
 
 // log.md 7.2 step 2: an undeliverable lease goes back to pending, range and attempt count unchanged.
@@ -348,21 +362,32 @@ Task<void> DurabilityLog::nack(std::string consumer, std::string batchId) {
 Task<void> DurabilityLog::settle(std::string how, std::string consumer, std::string batchId) {
   requireLeases(how.c_str(), consumer);
   const bool isAck = how == "ack";
+  const bool advanceNow = isAck && !leaseVariants_.ackThreeUnits;
   const int64_t now = ctx_.clock.now();
   const bool matched = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    const char* sql = isAck ? "UPDATE " DURASIM_LOG_LEASES " SET state = 'acked'"
-                              " WHERE batch_id = ? AND consumer = ? AND state = 'active'"
-                            : "UPDATE " DURASIM_LOG_LEASES " SET state = 'pending', expires_at = 0"
-                              " WHERE batch_id = ? AND consumer = ? AND state = 'active'";
-    if (txn.exec(sql, batchId, consumer).rowsWritten() == 0) return false;
+    if (!markSettled(txn, isAck, consumer, batchId)) return false;
     ctx_.probe(isAck ? log_events::kAckWrite : log_events::kNackWrite, {{"consumer", consumer}, {"batchId", batchId}});
-    if (isAck) advance(txn, consumer, now);
+    if (advanceNow) advance(txn, consumer, now);
     return true;
   });
   if (!matched) {
     ctx_.probe(isAck ? log_events::kAckRejected : log_events::kNackRejected, {{"consumer", consumer}, {"batchId", batchId}});
     throw LogLeaseError(batchId);
   }
+  if (isAck && !advanceNow) {
+    Task<void> advancing = commitCursorThenDeleteRows(consumer);
+    co_await advancing;
+  }
+}
+
+// The settle write of ack or nack: whether an active lease of `consumer` with `batchId` matched.
+bool DurabilityLog::markSettled(StorageTxn& txn, bool ack, const std::string& consumer, const std::string& batchId) {
+  if (leaseVariants_.settleIgnoresConsumer) return markSettledAnyConsumer(txn, ack, batchId);
+  const char* sql = ack ? "UPDATE " DURASIM_LOG_LEASES " SET state = 'acked'"
+                          " WHERE batch_id = ? AND consumer = ? AND state = 'active'"
+                        : "UPDATE " DURASIM_LOG_LEASES " SET state = 'pending', expires_at = 0"
+                          " WHERE batch_id = ? AND consumer = ? AND state = 'active'";
+  return txn.exec(sql, batchId, consumer).rowsWritten() > 0;
 }
 
 Task<std::vector<LogLeaseRow>> DurabilityLog::leases(std::string consumer) {

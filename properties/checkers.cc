@@ -153,7 +153,9 @@ class LeaseFamily final : public Checker {
   explicit LeaseFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
   void record(const json& event) override {
     checks_.record(event);
-    if (phase_of(event) == "check") checks_.finish(event.at("t").get<int64_t>());
+    const std::string phase = phase_of(event);
+    if (phase == "liveness") checks_.healed();
+    if (phase == "check") checks_.finish(event.at("t").get<int64_t>());
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 

@@ -95,17 +95,18 @@ void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
 // The events each check reads: a malformed one is a violation of the check it feeds.
 std::string LeaseChecks::invariant_for(const std::string& ev) const {
   if (ev == log_events::kOptions || ev == log_events::kLeaseDisabled) return "LSE-16";
-  if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite) return "LSE-02";
+  if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite || ev == log_events::kLeaseAllocateWrite) return "LSE-02";
   if (ev == log_events::kLeaseNone) return "LSE-06";
-  if (ev == log_events::kLeaseTruncateWrite || ev == log_events::kLeaseTruncated) return "LSE-13";
+  if (ev == log_events::kLeaseTruncateWrite || ev == log_events::kLeaseTruncated || ev == log_events::kLeaseUnreadable) return "LSE-13";
   if (ev == log_events::kLeaseReleaseWrite || ev == log_events::kLease) return "LSE-10";
   if (ev == log_events::kLeasePoisonWrite || ev == log_events::kPoisonCallback) return "LSE-08";
-  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LSE-05";
+  if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite || ev == log_events::kLeaseDeleteWrite) return "LSE-05";
   if (ev == log_events::kAppLeaseOutcome || settlement(ev)) return "LSE-04";
   return "LSE-09";
 }
 
 void LeaseChecks::observe(const std::string& ev, const json& e) {
+  coldLoss_.observe(ev, e);
   if (ev == log_events::kAppLeaseOutcome) return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
   if (ev == "commit" || ev == "commit.noop") return onCommit(e);
@@ -150,8 +151,11 @@ void LeaseChecks::observe(const std::string& ev, const json& e) {
   if (ev == log_events::kLeaseWrite) return onLeaseWrite(e);
   if (ev == log_events::kLeaseNone) return onLeaseNone(e);
   if (ev == log_events::kLeaseGapWrite) return onTailGapWrite(e);
+  if (ev == log_events::kLeaseAllocateWrite) return onAllocateWrite(e);
+  if (ev == log_events::kLeaseDeleteWrite) return onDeleteWrite(e);
   if (ev == log_events::kLeaseTruncateWrite) return onTruncateWrite(e);
   if (ev == log_events::kLeaseTruncated) return onTruncated(e);
+  if (ev == log_events::kLeaseUnreadable) return onUnreadable(e);
   if (ev == log_events::kLeaseReleaseWrite) return onReleaseWrite(e);
   if (ev == log_events::kLeasePoisonWrite) return onPoisonWrite(e);
   if (ev == log_events::kPoisonCallback) return onPoisonCallback(e);
@@ -189,6 +193,7 @@ void LeaseChecks::onOptions(const json& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   obj.optionsSeen = true;
+  obj.cold = flag(e, "cold");
   const json& leases = e.at("leases");
   if (leases.is_null()) {
     obj.options.reset();
@@ -415,6 +420,19 @@ void LeaseChecks::onTailGapWrite(const json& e) {
   touch(obj, consumer, "LSE-02");
 }
 
+// An allocation written on its own (variant log.lease_two_write_allocation): it never decreases.
+void LeaseChecks::onAllocateWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer");
+  const int64_t allocation = num(e, "allocation");
+  const std::optional<int64_t> before = lookup(obj.state.staged().allocation, consumer);
+  tallies_.check("LSE-02", allocation >= before.value_or(0), [&] {
+    return label(e) + " moved the allocation of " + consumer + " down from " + str(before) + " to " + str(allocation);
+  });
+  obj.state.stage([consumer, allocation](Mirror& mirror) { mirror.allocation[consumer] = allocation; });
+  touch(obj, consumer, "LSE-02");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Truncation, release, poison (log.md 7.1 step 4, 7.2)
 
@@ -464,15 +482,31 @@ void LeaseChecks::onTruncated(const json& e) {
   });
 }
 
+// LSE-13: LogTruncatedError for an offset that could not be read is raised only when it really
+// could not: no hot row holds it and no segment the cold store still has.
+void LeaseChecks::onUnreadable(const json& e) {
+  const int64_t offset = num(e, "requested");
+  const std::optional<std::string> where = readableAt(label(e), object(e), offset, num(e, "t"));
+  tallies_.check("LSE-13", !where, [&] {
+    return label(e) + " threw LogTruncatedError(" + str(offset) + ", " + str(num(e, "oldest")) + ") for " + text(e, "batchId") +
+           " though offset " + str(offset) + " is still readable (" + where.value_or("") + ")";
+  });
+}
+
 void LeaseChecks::onReleaseWrite(const json& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
+  const int64_t missing = num(e, "missing");
   const auto& rows = obj.state.staged().rows;
   auto it = rows.find(batchId);
   const bool ok = it != rows.end() && it->second.state == "active" && it->second.consumer == consumer &&
-                  num(e, "missing") >= it->second.first && num(e, "missing") <= it->second.last;
+                  missing >= it->second.first && missing <= it->second.last;
   tallies_.check("LSE-10", ok, [&] {
-    return label(e) + " released " + batchId + " for unreadable offset " + str(num(e, "missing")) + " but it is not an active lease holding it";
+    return label(e) + " released " + batchId + " for unreadable offset " + str(missing) + " but it is not an active lease holding it";
+  });
+  const std::optional<std::string> where = readableAt(label(e), obj, missing, num(e, "t"));
+  tallies_.check("LSE-10", !where, [&] {
+    return label(e) + " released " + batchId + " for offset " + str(missing) + " that is still readable (" + where.value_or("") + ")";
   });
   if (it != rows.end()) obj.state.stage([batchId](Mirror& mirror) { release(mirror.rows.at(batchId)); });
   touch(obj, consumer, "LSE-10");
@@ -565,10 +599,13 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
   const std::string consumer = text(e, "consumer");
   const Mirror& m = obj.state.staged();
   const model::AdvanceResult a = predictAdvance(m, consumer);
-  tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
+  const bool predicted = tallies_.check("LSE-05", optNum(e, "cursor") == a.before && optNum(e, "to") == a.to && num(e, "deleted") == a.deleted, [&] {
     return label(e) + " advance of " + consumer + " from " + str(optNum(e, "cursor")) + " to " + str(optNum(e, "to")) + " deleting " +
            str(num(e, "deleted")) + "; the settled run from " + str(a.before) + " gives " + str(a.to) + " deleting " + str(a.deleted);
   });
+  // The stored rows will then differ from the predicted ones: that is this advance's fault, whatever
+  // touched the consumer first in the transaction.
+  if (!predicted) obj.touched[consumer].id = "LSE-05";
   obj.state.stage([consumer, a](Mirror& mirror) {
     if (a.to && a.to != a.before) {
       mirror.cursor[consumer] = *a.to;
@@ -580,6 +617,29 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
     });
   });
   obj.touched[consumer].advanced = true;
+  touch(obj, consumer, "LSE-05");
+}
+
+// Settled rows deleted on their own (variant log.lease_ack_three_units): only rows below the cursor,
+// and exactly the settled ones there.
+void LeaseChecks::onDeleteWrite(const json& e) {
+  ObjectState& obj = object(e);
+  const std::string consumer = text(e, "consumer");
+  const int64_t below = num(e, "below");
+  const Mirror& m = obj.state.staged();
+  const std::optional<int64_t> cursor = lookup(m.cursor, consumer);
+  int64_t settledBelow = 0;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) settledBelow += settledState(row.state) && row.last < below ? 1 : 0;
+  tallies_.check("LSE-05", below <= cursor.value_or(0) && num(e, "deleted") == settledBelow, [&] {
+    return label(e) + " deleted " + str(num(e, "deleted")) + " settled rows of " + consumer + " below " + str(below) + " with cursor " +
+           str(cursor) + "; " + str(settledBelow) + " settled rows lie below it";
+  });
+  obj.state.stage([consumer, below](Mirror& mirror) {
+    std::erase_if(mirror.rows, [&](const auto& entry) {
+      const Row& row = entry.second;
+      return row.consumer == consumer && settledState(row.state) && row.last < below;
+    });
+  });
   touch(obj, consumer, "LSE-05");
 }
 
@@ -651,6 +711,21 @@ LeaseChecks::Mirror LeaseChecks::readStore(const std::string& object) {
   for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM " DURASIM_LOG_CURSORS).toVector())
     stored.cursor[r.text("consumer")] = r.int64("o");
   return stored;
+}
+
+// Where offset `offset` of `object` can be read at World time `now`: "hot", or the locator of the
+// indexed segment holding it when cold storage is configured and the cold store cannot have lost
+// that segment; nullopt when it cannot be read.
+std::optional<std::string> LeaseChecks::readableAt(const std::string& object, const ObjectState& obj, int64_t offset, int64_t now) {
+  if (reader_(object, "SELECT 1 AS hit FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = ?", {offset}).next()) return "hot";
+  if (!obj.cold) return std::nullopt;
+  std::optional<SqlRow> segment = reader_(object,
+                                          "SELECT locator FROM " DURASIM_LOG_SEGMENTS
+                                          " WHERE first_offset <= ? AND last_offset >= ? ORDER BY first_offset DESC LIMIT 1",
+                                          {offset, offset})
+                                      .next();
+  if (!segment || coldLoss_.lossPossible(segment->text("locator"), now)) return std::nullopt;
+  return "in the cold segment " + segment->text("locator");
 }
 
 bool LeaseChecks::hasLeaseTables(const std::string& object) {

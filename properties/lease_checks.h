@@ -14,10 +14,16 @@
 //       cursor already passed a fresh skip); the stored rows, allocations and cursors against the
 //       mirror: an untouched consumer under LSE-09, a touched one under the ID of what touched it
 //       (LSE-02 grant, LSE-04 settle, LSE-05 advance, LSE-08 poison, LSE-10 release, LSE-13 truncation)
+//   [S] at a release for an unreadable offset (LSE-10) and at the LogTruncatedError that follows it
+//       (LSE-13): the offset is really unreadable, i.e. no hot row holds it and, with cold storage,
+//       no indexed segment does whose cold object the store cannot have lost (ColdLossWatch, from the
+//       `fault` cold.vanish / cold.lifecycle_lag and `cold.call` events)
 //   [H] LSE-01 (a grant overlaps no held range), 02 (grant start, gap row, allocation; the gap row
-//       alone of a fully trimmed tail, `log.lease.gap.write`), 03 (unique
+//       alone of a fully trimmed tail, `log.lease.gap.write`; an allocation written alone, which only
+//       a variant does, never decreases), 03 (unique
 //       ids, reclaim of the lowest reclaimable row with attempt + 1, fenced ids never settle), 04,
-//       05 (each advance recomputed; every settle advances in its transaction), 06, 07, 08 (skip
+//       05 (each advance recomputed; every settle advances in its transaction; a deletion written
+//       alone, which only a variant does, removes exactly the settled rows below the cursor), 06, 07, 08 (skip
 //       confirmed before the callback, with the attempt it skipped, > maxAttempts), 09, 10 (returned
 //       lease content against the appended records; release of unreadable ranges), 11, 13 (truncation
 //       writes once, throws after it), 14 (every skip advances in its transaction), 16
@@ -39,6 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/cold_loss.h"
 #include "properties/durable_state.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
@@ -49,6 +56,8 @@ class LeaseChecks final : public ObjectChecker {
  public:
   LeaseChecks(StoreReader reader, std::string className);
 
+  // Faults have healed: from now on a cold put draws no lifecycle lag.
+  void healed() { coldLoss_.healed(); }
   // End-of-run checks over every object of the class seen in the trace, at `now` (after heal).
   void finish(int64_t now);
 
@@ -92,6 +101,7 @@ class LeaseChecks final : public ObjectChecker {
   struct ObjectState {
     std::optional<LeaseOptions> options;  // of the current incarnation; nullopt = leases disabled
     bool optionsSeen = false, everLeases = false;
+    bool cold = false;                    // the current incarnation has cold storage
     std::map<int64_t, int64_t> clockOffset;  // incarnation -> clock.incarnation_offset (runtime.md 11.2)
     DurableState<Mirror, Mirror::Edit, CommitNotes> state;
     std::map<std::string, Touch> touched;
@@ -118,8 +128,11 @@ class LeaseChecks final : public ObjectChecker {
   void onReclaim(const nlohmann::json& e, ObjectState& obj);
   void onLeaseNone(const nlohmann::json& e);
   void onTailGapWrite(const nlohmann::json& e);
+  void onAllocateWrite(const nlohmann::json& e);
+  void onDeleteWrite(const nlohmann::json& e);
   void onTruncateWrite(const nlohmann::json& e);
   void onTruncated(const nlohmann::json& e);
+  void onUnreadable(const nlohmann::json& e);
   void onReleaseWrite(const nlohmann::json& e);
   void onPoisonWrite(const nlohmann::json& e);
   void onPoisonCallback(const nlohmann::json& e);
@@ -137,10 +150,12 @@ class LeaseChecks final : public ObjectChecker {
   void checkShape(const std::string& object, const std::string& consumer, const Mirror& stored, int64_t now, const Touch* touch);
   Mirror readStore(const std::string& object);
   bool hasLeaseTables(const std::string& object);
+  std::optional<std::string> readableAt(const std::string& object, const ObjectState& obj, int64_t offset, int64_t now);
   void learnRecords(const std::string& object, ObjectState& obj);
 
   StoreReader reader_;
   std::map<std::string, ObjectState> objects_;
+  ColdLossWatch coldLoss_;
 };
 
 }  // namespace durasim::properties

@@ -50,6 +50,7 @@ struct Faults {
   bool ackAnyState = false;           // ack matches settled rows too
   bool touchOtherConsumer = false;    // an ack also rewrites another consumer's rows
   bool lateCallbackAttempt = false;   // onPoison sees the attempt before the reclaim
+  bool advanceKeepsRows = false;      // advance moves the cursor but deletes no settled row
 };
 
 // A minimal DurabilityLog (log.md 7) over one SqliteStore, emitting the engine's events.
@@ -150,6 +151,31 @@ class ReferenceLog {
     commit();
     confirm();
   }
+  // Cold storage is configured from now on (as a new incarnation's options would say).
+  void configureCold() {
+    coldConfigured_ = true;
+    emitOptions();
+  }
+  // trim with cold: [first, last] leave the hot rows for an indexed segment at `locator`.
+  void flush(int64_t first, int64_t last, const std::string& locator) {
+    for (const SqlRow& r : store_.exec("SELECT \"offset\" AS o, dedup_key, payload FROM durability_log_records WHERE \"offset\" BETWEEN ? AND ?",
+                                       {first, last})
+                               .toVector())
+      cold_[r.int64("o")] = {r.text("dedup_key"), r.text("payload")};
+    store_.exec("INSERT INTO durability_log_segments VALUES (?, ?, ?, 0, ?)", {first, last, locator, now});
+    store_.exec("DELETE FROM durability_log_records WHERE \"offset\" BETWEEN ? AND ?", {first, last});
+    commit();
+    confirm();
+  }
+  // log.md 7.2 step 2: offset `missing` of the active lease `id` could not be read; the lease is
+  // released and LogTruncatedError thrown.
+  void releaseUnreadable(const std::string& consumer, const std::string& id, int64_t missing) {
+    store_.exec("UPDATE durability_log_leases SET state = 'pending', expires_at = 0, attempt = attempt - 1 WHERE batch_id = ?", {id});
+    emit("log.lease.release.write", {{"consumer", consumer}, {"batchId", id}, {"missing", missing}});
+    commit();
+    confirm();
+    emit("log.lease.unreadable", {{"consumer", consumer}, {"batchId", id}, {"requested", missing}, {"oldest", std::max(missing + 1, hot())}});
+  }
   void manualCommit(const std::string& consumer, int64_t offset) {
     const bool moved = !cursor(consumer) || *cursor(consumer) < offset;
     if (moved) store_.exec("INSERT OR REPLACE INTO durability_log_cursors VALUES (?, ?, ?)", {consumer, offset, now});
@@ -167,9 +193,9 @@ class ReferenceLog {
     const int64_t leaseMs = leases_.at("leaseMs").get<int64_t>();
     const int64_t clock = now + clockOffset_;
     const std::optional<int64_t> curBefore = cursor(consumer), allocBefore = allocation(consumer);
-    const int64_t oldest = hot(), nextOffset = next();
+    const int64_t oldest = this->oldest(), hotOffset = hot(), nextOffset = next();
     json common = {{"consumer", consumer}, {"held", held(consumer)}, {"cursor", opt(curBefore)}, {"allocation", opt(allocBefore)},
-                   {"oldest", oldest}, {"hot", oldest}, {"next", nextOffset}};
+                   {"oldest", oldest}, {"hot", hotOffset}, {"next", nextOffset}};
     std::vector<SqlRow> reclaimable =
         store_.exec("SELECT * FROM durability_log_leases WHERE consumer = ? AND (state = 'pending' OR (state = 'active' AND expires_at <= ?))"
                     " ORDER BY first_offset LIMIT 1",
@@ -205,6 +231,7 @@ class ReferenceLog {
         return std::nullopt;
       }
       last = std::min(first + limit - 1, nextOffset - 1);
+      if (first < hotOffset) last = std::min(last, hotOffset - 1);  // flushed offsets come from one segment
       id = newId();
       const bool gap = first > base && !faults.noGapRow;
       std::string gapId;
@@ -221,18 +248,17 @@ class ReferenceLog {
     }
     commit();
     confirm();
-    if (first < hot()) return truncate(consumer, id, first, last);
+    if (first < this->oldest()) return truncate(consumer, id, first, last);
     const json& maxAttempts = leases_.at("maxAttempts");
     const bool poisoned = reclaimed && !maxAttempts.is_null() && attempt > maxAttempts.get<int64_t>();
     if (poisoned && (leases_.at("onPoison").get<bool>() || faults.poisonWithoutHandler)) return poison(consumer, id, first, last, attempt);
     json offsets = json::array(), keys = json::array(), bodies = json::array();
-    for (const SqlRow& r : store_.exec("SELECT \"offset\" AS o, dedup_key, payload FROM durability_log_records WHERE \"offset\" BETWEEN ? AND ?"
-                                       " ORDER BY \"offset\"",
-                                       {first, last})
-                               .toVector()) {
-      offsets.push_back(r.int64("o"));
-      keys.push_back(r.text("dedup_key"));
-      bodies.push_back(faults.wrongBody ? std::string("\"tampered\"") : r.text("payload"));
+    for (int64_t o = first; o <= last; ++o) {
+      const std::optional<std::pair<std::string, std::string>> record = readRecord(o);
+      if (!record) continue;
+      offsets.push_back(o);
+      keys.push_back(record->first);
+      bodies.push_back(faults.wrongBody ? std::string("\"tampered\"") : record->second);
     }
     emit("log.lease", {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"attempt", attempt},
                        {"expiresAt", clock + leaseMs}, {"reclaimed", reclaimed}, {"offsets", offsets}, {"keys", keys}, {"bodies", bodies}});
@@ -286,6 +312,9 @@ class ReferenceLog {
   int64_t hot() {
     return store_.exec("SELECT MIN(\"offset\") AS o FROM durability_log_records").one().optInt64("o").value_or(next());
   }
+  int64_t oldest() {
+    return std::min(hot(), store_.exec("SELECT MIN(first_offset) AS o FROM durability_log_segments").one().optInt64("o").value_or(hot()));
+  }
 
  private:
   // Built with += : g++ 12 warns (-Wrestrict, a false positive) on "literal" + std::string.
@@ -301,13 +330,21 @@ class ReferenceLog {
     return p;
   }
   static json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
+  // The key and stored payload of `offset`: hot, or flushed to cold storage.
+  std::optional<std::pair<std::string, std::string>> readRecord(int64_t offset) {
+    for (const SqlRow& r : store_.exec("SELECT dedup_key, payload FROM durability_log_records WHERE \"offset\" = ?", {offset}).toVector())
+      return std::make_pair(r.text("dedup_key"), r.text("payload"));
+    auto flushed = cold_.find(offset);
+    if (flushed == cold_.end()) return std::nullopt;
+    return flushed->second;
+  }
   std::string newId() {
     std::string id = "b";
     id += std::to_string(++ids_);
     return id;
   }
   void emitOptions() {
-    emit("log.options", {{"maxBatchSize", 10}, {"retention", nullptr}, {"cold", false}, {"leases", leases_}});
+    emit("log.options", {{"maxBatchSize", 10}, {"retention", nullptr}, {"cold", coldConfigured_}, {"leases", leases_}});
   }
   std::optional<int64_t> allocation(const std::string& consumer) {
     return store_.exec("SELECT max(allocated_offset) AS a FROM durability_log_allocations WHERE consumer = ?", {consumer}).one().optInt64("a");
@@ -333,8 +370,10 @@ class ReferenceLog {
     }
     if (x > cur.value_or(0)) store_.exec("INSERT OR REPLACE INTO durability_log_cursors VALUES (?, ?, ?)", {consumer, x, now});
     const int64_t deleted =
-        store_.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked', 'skipped') AND last_offset < ?", {consumer, x})
-            .rowsWritten();
+        faults.advanceKeepsRows
+            ? 0
+            : store_.exec("DELETE FROM durability_log_leases WHERE consumer = ? AND state IN ('acked', 'skipped') AND last_offset < ?", {consumer, x})
+                  .rowsWritten();
     const std::optional<int64_t> to = x > cur.value_or(0) ? std::optional<int64_t>(x) : cur;
     emit("log.advance.write", {{"consumer", consumer}, {"cursor", opt(cur)}, {"to", opt(to)}, {"deleted", deleted}});
   }
@@ -350,7 +389,7 @@ class ReferenceLog {
 
   // log.md 7.2.1: the trimmed prefix becomes a skipped row, then LogTruncatedError.
   std::optional<std::string> truncate(const std::string& consumer, const std::string& id, int64_t first, int64_t last) {
-    const int64_t oldest = hot();
+    const int64_t oldest = this->oldest();
     if (!faults.truncationBlocks) {
       const bool whole = last < oldest;
       json fields = {{"consumer", consumer}, {"batchId", id}, {"first", first}, {"last", last}, {"oldest", oldest}, {"whole", whole}};
@@ -394,6 +433,8 @@ class ReferenceLog {
   json leases_;
   int64_t incarnation_ = 1;
   int64_t clockOffset_ = 0;
+  bool coldConfigured_ = false;
+  std::map<int64_t, std::pair<std::string, std::string>> cold_;  // flushed offset -> key, payload
   int ids_ = 0;
   std::vector<uint64_t> unconfirmed_;
 };
@@ -693,6 +734,68 @@ TEST(LeaseChecks, TruncationOfAPendingRangeSkipsOnlyTheTrimmedPrefix) {
   ASSERT_TRUE(a.lease("c1"));  // the rest [2, 2] comes back without another error
   EXPECT_GT(rig.tally("LSE-13").checked, 0u);
   for (const auto& [id, tally] : rig.checks.tallies().by_id()) EXPECT_EQ(tally.violated, 0u) << id << ": " << firstExample(tally);
+}
+
+// The advance of a truncation deletes nothing: the stored rows then differ from the mirror, and
+// that is blamed on the advance (LSE-05), not on the truncation that touched the consumer first.
+TEST(LeaseChecks, AnAdvanceThatKeepsSettledRowsIsBlamedForTheRowsLeft) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(6);
+  a.nack("c1", *a.lease("c1"));
+  a.trimBelow(4);
+  a.faults.advanceKeepsRows = true;
+  EXPECT_FALSE(a.lease("c1"));  // [0, 2] wholly trimmed: skipped, the cursor moves to 3
+  EXPECT_VIOLATES(rig, "LSE-05", "advance of c1 from none to 3 deleting 0; the settled run from none gives 3 deleting 1");
+  EXPECT_GE(rig.tally("LSE-05").violated, 2u);  // and the skipped row the store kept
+  EXPECT_EQ(rig.tally("LSE-13").violated, 0u);
+}
+
+// A lease released (and LogTruncatedError thrown) for an offset that is still hot: no loss at all.
+TEST(LeaseChecks, ReleasingAHotOffsetAsUnreadableViolatesLeaseContentAndLoudOnce) {
+  Rig rig;
+  ReferenceLog& a = rig.log();
+  a.append(3);
+  const std::string l1 = *a.lease("c1");
+  a.releaseUnreadable("c1", l1, 1);
+  EXPECT_VIOLATES(rig, "LSE-10", "released b1 for offset 1 that is still readable (hot)");
+  EXPECT_VIOLATES(rig, "LSE-13", "threw LogTruncatedError(1, 2) for b1 though offset 1 is still readable (hot)");
+}
+
+// Flushed offsets are unreadable only if the cold store may have lost their segment: a cold.vanish
+// fault, or a lifecycle lag that has elapsed; never while the segment is indexed and kept.
+TEST(LeaseChecks, ReleasingAnOffsetOfARetainedSegmentViolatesLeaseContentAndLoudOnce) {
+  Rig rig;
+  ReferenceLog& a = rig.log(1);
+  a.configureCold();
+  a.append(4);
+  a.flush(0, 2, "seg-0");
+  const std::string l1 = *a.lease("c1");  // [0, 2], rehydrated
+  a.releaseUnreadable("c1", l1, 0);
+  EXPECT_VIOLATES(rig, "LSE-10", "for offset 0 that is still readable (in the cold segment seg-0)");
+  EXPECT_VIOLATES(rig, "LSE-13", "though offset 0 is still readable (in the cold segment seg-0)");
+  // The same once the store may have lost seg-0 is no violation.
+  rig.checks.record({{"ev", "fault"}, {"fault", "cold.vanish"}, {"object", "segments/seg-0"}, {"incarnation", 0}, {"point", "hour"},
+                     {"details", json::object()}, {"t", a.now}});
+  const std::string l2 = *a.lease("c1");
+  a.releaseUnreadable("c1", l2, 0);
+  EXPECT_EQ(rig.tally("LSE-10").violated, 1u);
+  EXPECT_EQ(rig.tally("LSE-13").violated, 1u);
+  // A segment under a lifecycle rule may be gone once the lag its put drew has elapsed.
+  rig.checks.record({{"ev", "fault"}, {"fault", "cold.lifecycle_lag"}, {"object", ""}, {"incarnation", 0}, {"point", "put"},
+                     {"details", {{"lag", 500}}}, {"t", a.now}});
+  rig.checks.record({{"ev", "cold.call"}, {"from", "Log/a"}, {"bucket", "segments"}, {"op", "put"}, {"key", "seg-3"}, {"outcome", "ok"},
+                     {"applied", true}, {"t", a.now}});
+  a.flush(3, 3, "seg-3");
+  a.ack("c1", *a.lease("c1"));
+  const std::string l3 = *a.lease("c1");  // [3, 3]
+  a.releaseUnreadable("c1", l3, 3);
+  EXPECT_EQ(rig.tally("LSE-13").violated, 2u);
+  a.now += 500;
+  const std::string l4 = *a.lease("c1");
+  a.releaseUnreadable("c1", l4, 3);
+  EXPECT_EQ(rig.tally("LSE-13").violated, 2u);
+  EXPECT_EQ(rig.tally("LSE-10").violated, 2u);
 }
 
 TEST(LeaseChecks, WrongRecordsInALeaseViolateLeaseContent) {
@@ -1157,7 +1260,8 @@ sim::Tallies scenarioRehydratedAndUnreadableRanges() {
   options.cold = LogColdStorage{[cold](const LogSegment& s) { return writeSegment(cold, s); },
                                 [cold](const std::string& l) { return readSegment(cold, l); }};
   EngineRig rig(std::move(options));
-  tallies.merge(runEngine(rig, [cold](LogHost& h) -> Task<json> {
+  sim::World* world = &rig.world;
+  tallies.merge(runEngine(rig, [cold, world](LogHost& h) -> Task<json> {
     APPEND(4);
     LEASE(a, "c");  // [0, 2]
     SETTLE(nacked, false, "c", a);
@@ -1165,7 +1269,8 @@ sim::Tallies scenarioRehydratedAndUnreadableRanges() {
     LEASE(rehydrated, "c");
     SETTLE(acked, true, "c", rehydrated);
     LEASE(b, "d");  // d's [0, 2] is cold: lost, the lease is released
-    cold->lost = true;
+    cold->lost = true;  // as a cold.vanish fault would, which the checker learns from the trace
+    world->emit("fault", {{"fault", "cold.vanish"}, {"object", "segments/seg-0"}, {"incarnation", 0}, {"point", "hour"}, {"details", json::object()}});
     SETTLE(nackedB, false, "d", b);
     LEASE(unreadable, "d");
     cold->lost = false;

@@ -3,7 +3,8 @@
 // fresh batch id and attempt + 1 (fencing the old id), ack/nack settling only active leases of the
 // named consumer, the contiguous cursor walk, poison skips made durable before onPoison, gap rows for
 // offsets trimmed before anyone leased them, truncation of a leased range surfacing once, rehydrated
-// and unreadable lease records, and leases surviving a reset of the object.
+// and unreadable lease records (and records a trim flushes while the bounds commit awaits its
+// confirmation, which stay readable), and leases surviving a reset of the object.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -519,6 +520,74 @@ TEST(LogLeaseCold, AnUnreadableOffsetReleasesTheLeaseAndThrows) {
     co_return json{lost, rows, repaired};
   });
   EXPECT_EQ(out, (json{json{"LogTruncatedError", 0, 3}, json{json{0, 2, "pending", 0}}, json{0, 2, 1}}));
+}
+
+// A trim whose cold write completes while loadLeaseRecords waits for its bounds transaction to be
+// confirmed (that wait lets other events in, runtime.md 4.3): the records it flushed are still
+// readable, from cold, so the lease carries them and nothing is released or thrown.
+
+struct RaceState {
+  SegmentStore cold;
+  LogHost* host = nullptr;
+  std::vector<LogScript> calls;  // run in the order the calls arrive
+  std::size_t next = 0;
+};
+
+Task<std::optional<std::vector<LogRecord>>> loadRaceSegment(RaceState* race, std::string locator) {
+  co_return race->cold.segments.at(locator);
+}
+
+Task<std::string> storeSegmentAfter(RaceState* race, int64_t ms, LogSegment segment) {
+  Task<void> waiting = race->host->ctx.clock.sleepFor(ms);
+  co_await waiting;
+  const std::string locator = "seg-" + std::to_string(segment.firstOffset);
+  race->cold.segments[locator] = segment.records;
+  co_return locator;
+}
+
+TEST(LogLeaseCold, ATrimDuringTheBoundsConfirmationDoesNotMakeFlushedRecordsLookLost) {
+  LogRig rig;
+  rig.faults.set_latency(LatencyKind::confirm, 10);
+  RaceState race;
+  RaceState* state = &race;
+  rig.env.options = leasedWithRetention(1);
+  rig.env.options.maxBatchSize = 3;
+  rig.env.options.cold = LogColdStorage{[state](const LogSegment& s) { return storeSegmentAfter(state, 10, s); },
+                                        [state](const std::string& l) { return loadRaceSegment(state, l); }};
+  rig.run([state](LogHost& h) -> Task<json> {
+    state->host = &h;
+    co_await appendN(h, 4);
+    co_return json(nullptr);
+  });
+  // t:      trim: flush intent commits (confirmed at t + 10), then cold.write takes 10 ms
+  // t + 5:  lease: the grant commits (confirmed at t + 15), then the bounds transaction waits for
+  //         the append's commit (confirmed at t + 24)
+  // t + 14: an append commits
+  // t + 20: the trim deletes hot [0, 2], now in a cold segment
+  race.calls = {[](LogHost& h) -> Task<json> {
+                  Task<int64_t> trimming = h.log.trim();
+                  const int64_t removed = co_await trimming;
+                  co_return json(removed);
+                },
+                [](LogHost& h) { return leaseOf(h, kC, nullptr, 2); },
+                [](LogHost& h) -> Task<json> {
+                  co_await appendN(h, 1);
+                  co_return json(nullptr);
+                }};
+  rig.env.script = [state](LogHost& h) -> Task<json> {
+    LogScript script = state->calls.at(state->next++);
+    Task<json> running = script(h);
+    co_return co_await running;
+  };
+  CallPtr trim = rig.Rig::call(kLogClass, "a", "run");
+  CallPtr lease = rig.Rig::call(kLogClass, "a", "run", json::object(), 5);
+  CallPtr append = rig.Rig::call(kLogClass, "a", "run", json::object(), 14);
+  rig.run_for(5'000);
+  ASSERT_TRUE(trim->ok && lease->ok && append->ok);
+  EXPECT_GE(trim->value.get<int64_t>(), 3);
+  EXPECT_EQ(lease->value, (json{0, 1, 1}));
+  const json rows = rig.run([](LogHost& h) -> Task<json> { co_return co_await rowsOf(h, kC); });
+  EXPECT_EQ(rows, (json{json{0, 1, "active", 1}}));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ struct LogEnvHolder {
 };
 
 struct LogRig : LogEnvHolder, Rig {
-  LogRig() : Rig(1) {
+  explicit LogRig(sim::RuntimeOptions options = {}) : Rig(1, std::move(options)) {
     LogEnv* e = &env;
     runtime.define_class(kLogClass, [e](ObjectContext& ctx) { return std::make_unique<LogHost>(ctx, e); });
   }
