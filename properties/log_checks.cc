@@ -185,6 +185,8 @@ void LogChecks::View::apply(const json& w) {
       v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
       v.flush.reset();
     }
+  } else if (ev == log_events::kTrimSegmentWrite) {
+    v.segments[num(w, "first")] = Segment{num(w, "last"), text(w, "locator")};
   } else if (ev == log_events::kTrimIntent) {
     v.flush = std::make_pair(num(w, "first"), num(w, "last"));
   } else if (ev == log_events::kForgetWrite) {

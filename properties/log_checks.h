@@ -31,6 +31,8 @@
 //       is not configured, or was not in some incarnation)
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
 //       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
+// Under the H20 variant the segment row and the deletion commit apart (`log.trim.segment.write`,
+// then `log.trim.delete`): the views follow each write; the checks judge the states they leave.
 #pragma once
 
 #include <cstdint>
