@@ -395,7 +395,8 @@ struct DurabilityLog::TrimRange {
   }
   std::vector<Row> rows;
   int64_t first = 0, last = 0;
-  bool fromIntent = false;  // an unfinished flush intent's range (its rows may be fewer than its offsets)
+  bool fromIntent = false;   // an unfinished flush intent's range (its rows may be fewer than its offsets)
+  bool staleIntent = false;  // without cold: a flush intent left by an incarnation with cold storage
 };
 
 namespace {
@@ -430,7 +431,8 @@ Task<int64_t> DurabilityLog::trimLocked() {
     std::optional<TrimRange> range = chooseTrimRange(now);
     if (!range) co_return removed;
     const int64_t first = range->first, last = range->last, size = static_cast<int64_t>(range->rows.size());
-    Task<int64_t> removing = options_.cold ? flushTrimRange(std::move(*range), now) : deleteTrimRange(first, last);
+    const bool dropIntent = range->staleIntent;
+    Task<int64_t> removing = options_.cold ? flushTrimRange(std::move(*range), now) : deleteTrimRange(first, last, dropIntent);
     const int64_t deleted = co_await removing;
     // Step 6: a pass that deleted fewer rows than its range held met another writer.
     removed += deleted;
@@ -468,8 +470,10 @@ std::optional<DurabilityLog::TrimRange> DurabilityLog::chooseTrimRange(int64_t n
   if (oldest.empty()) return std::nullopt;
   SqlRow totals = ctx_.storage
                       .exec("SELECT (SELECT COUNT(*) FROM " DURASIM_LOG_RECORDS ") AS n,"
-                            " (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total")
+                            " (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total,"
+                            " (SELECT COUNT(*) FROM " DURASIM_LOG_FLUSH ") AS intents")
                       .one();
+  range.staleIntent = !options_.cold && totals.int64("intents") > 0;
   const int64_t excess = r.maxRecords ? std::max<int64_t>(0, totals.int64("n") - *r.maxRecords) : 0;
   int64_t over = r.maxBytes ? std::max<int64_t>(0, totals.int64("total") - *r.maxBytes) : 0;
   for (std::size_t i = 0; i < oldest.size(); ++i) {
@@ -485,10 +489,13 @@ std::optional<DurabilityLog::TrimRange> DurabilityLog::chooseTrimRange(int64_t n
   return range;
 }
 
-// Step 3, without cold: one transaction deletes the range.
-Task<int64_t> DurabilityLog::deleteTrimRange(int64_t first, int64_t last) {
+// Step 3, without cold: one transaction deletes the range and, with `dropIntent`, the flush intent an
+// incarnation with cold storage left (docs/decisions.md: its first offset is deleted here, so no
+// segment can start there again; flushed later, it would index an empty segment).
+Task<int64_t> DurabilityLog::deleteTrimRange(int64_t first, int64_t last, bool dropIntent) {
   const int64_t deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
     const int64_t n = deleteHotRange(txn, first, last);
+    if (dropIntent) txn.exec("DELETE FROM " DURASIM_LOG_FLUSH " WHERE id = 1");
     ctx_.probe(log_events::kTrimDelete, {{"first", first}, {"last", last}, {"deleted", n}});
     return n;
   });

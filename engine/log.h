@@ -163,7 +163,7 @@ class DurabilityLog {
   // One pass of trim (log.md 6 steps 2-5): the range it removes, and its removal.
   struct TrimRange;
   std::optional<TrimRange> chooseTrimRange(int64_t now);
-  Task<int64_t> deleteTrimRange(int64_t first, int64_t last);
+  Task<int64_t> deleteTrimRange(int64_t first, int64_t last, bool dropIntent);
   Task<int64_t> flushTrimRange(TrimRange range, int64_t now);
   Task<int64_t> indexThenDelete(int64_t first, int64_t last, std::string locator, int64_t bytes, int64_t now);
   [[noreturn]] void throwReadTruncated(int64_t from, int64_t requested, int64_t oldest);

@@ -181,10 +181,8 @@ void LogChecks::View::apply(const json& w) {
     for (int64_t o = v.hotFrom; o <= last && o < v.next; ++o)
       if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second);
     v.hotFrom = std::max(v.hotFrom, last + 1);
-    if (ev == log_events::kTrimFlush) {
-      v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
-      v.flush.reset();
-    }
+    v.flush.reset();  // a deletion without cold drops a stale intent too (docs/decisions.md)
+    if (ev == log_events::kTrimFlush) v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
   } else if (ev == log_events::kTrimSegmentWrite) {
     v.segments[num(w, "first")] = Segment{num(w, "last"), text(w, "locator")};
   } else if (ev == log_events::kTrimIntent) {

@@ -2,9 +2,10 @@
 // simulated runtime: each retention limit alone, oldest-first trimming in passes, the partial-progress
 // rule, serialized trim calls, the cold flush order (intent, cold.write, one final transaction), a failed
 // or empty-locator write leaving the intent so the same range is rewritten, rehydrating reads of flushed
-// offsets, forgetColdBefore and the truncation it exposes, bounds that stay ordered, and the
-// reference flush of variant H20 (log.segment_flush_two_units) appearing only with its flag. Cold
-// storage is an in-memory fake keyed by locator.
+// offsets, forgetColdBefore and the truncation it exposes, bounds that stay ordered, a flush intent
+// dropped by a trim without cold storage, and the reference flush of variant H20
+// (log.segment_flush_two_units) appearing only with its flag. Cold storage is an in-memory fake keyed
+// by locator.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -443,6 +444,52 @@ TEST(LogForget, IndexedSegmentGoneFromColdStorageSurfacesAsTruncation) {
     co_return json(nullptr);
   });
   EXPECT_EQ(out, (json{1, 3}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A flush intent met by a trim without cold storage (docs/decisions.md)
+
+// Cold storage is configured, a flush fails and leaves its intent; a redeploy without cold storage
+// deletes the range; then cold storage is configured again. The stale intent must not come back as
+// an empty segment that lowers oldestOffset below records nobody can read or lease.
+TEST(LogColdIntent, TrimWithoutColdDropsAPendingFlushIntent) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  cold->failWrites = 1;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  rig.env.options.leases = LogLeaseOptions{};
+  rig.env.options.leases->maxParallelism = 2;
+  const json out = rig.run([](LogHost& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    try {
+      co_await h.log.trim();  // intent [0, 2]; cold.write fails
+    } catch (const std::runtime_error&) {
+    }
+    const auto intents = [&h] { return h.ctx.storage.exec("SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n"); };
+    const int64_t intentBefore = intents();
+    DurabilityLog withoutCold(h.scheduler, withRetention(std::nullopt, 2, std::nullopt));
+    Task<int64_t> deleting = withoutCold.trim();  // deletes [0, 2]
+    const int64_t deleted = co_await deleting;
+    const int64_t intentAfter = intents();
+    co_await appendRange(h, 20, 1);
+    co_await h.log.trim();  // cold storage again
+    LogBounds b = co_await h.log.bounds();
+    json leased = json::array();
+    for (int call = 0; call < 2; ++call) {
+      try {
+        Task<std::optional<LogLease>> leasing = h.log.lease("c");
+        const std::optional<LogLease> lease = co_await leasing;
+        leased.push_back(lease ? json{lease->firstOffset, lease->lastOffset} : json(nullptr));
+      } catch (const LogTruncatedError& e) {
+        leased.push_back(e.name());
+      }
+    }
+    co_return json{intentBefore, deleted, intentAfter, boundsJson(b), leased};
+  });
+  EXPECT_EQ(out, (json{1, 3, 0, json{3, 4, 6}, json{json{3, 3}, json{4, 5}}}));
+  // No empty segment was written: the failed [0, 2], then the fresh range from the hot offset.
+  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}, json{3, 3, 1}}));
 }
 
 // ---------------------------------------------------------------------------------------------
