@@ -91,5 +91,7 @@ inline constexpr std::string_view kAppConsumeTruncated = "app.consume.truncated"
 inline constexpr std::string_view kAppLeaseOutcome = "app.lease.outcome";
 // partition, offset
 inline constexpr std::string_view kAppColdLifecycle = "app.cold.lifecycle";
+// partition (the application retired its log with DurabilityLog::migrate(none))
+inline constexpr std::string_view kAppLogRetired = "app.log.retired";
 
 }  // namespace durasim::log_events
