@@ -2,11 +2,14 @@
 // offsets from durability_log_seq; reads see only [oldestOffset, nextOffset); cursors move forward only;
 // trim removes the oldest hot records per retention, flushing them to cold storage first when it is
 // configured (flush intent, cold.write, then one transaction for the segment and the deletion).
-// Probes ("log.*") report appends, commits and trim passes.
+// Probes ("log.*") report appends, commits and trim passes. Research variants: H20
+// (log.segment_flush_two_units) in trim and in the segment lookup of read; H19
+// (log.migrate_null_keeps_lease_tables) in migrate(ctx, none).
 #include "engine/log.h"
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <utility>
 
 #include "engine/conventions.h"
@@ -14,6 +17,7 @@
 #include "engine/log_events.h"
 #include "engine/log_internal.h"
 #include "engine/log_schema.h"
+#include "engine/variants.h"
 
 namespace durasim {
 
@@ -132,7 +136,10 @@ struct Finish {
 // Construction, schema (log.md 1-2)
 
 DurabilityLog::DurabilityLog(DurabilityScheduler& scheduler, LogOptions options)
-    : ctx_(scheduler.engine().context()), options_(std::move(options)), routing_(options_.routing) {
+    : ctx_(scheduler.engine().context()),
+      options_(std::move(options)),
+      segmentFlushTwoUnits_(variants::enabled(ctx_, variants::kSegmentFlushTwoUnits)),
+      routing_(options_.routing) {
   validate(options_);
   if (!routing_) routing_ = &ownRouting_.emplace(ctx_.clock);
   migrate(ctx_.storage, MigrationTarget::latest());
@@ -160,6 +167,12 @@ MigrationResult DurabilityLog::migrate(ObjectStorage& storage, MigrationTarget t
     default:
       return durasim::migrate(storage, kLogCapability, kLogMigrations, std::move(target));
   }
+}
+
+MigrationResult DurabilityLog::migrate(const ObjectContext& ctx, MigrationTarget target) {
+  if (target.kind() == MigrationTarget::Kind::none && variants::enabled(ctx, variants::kMigrateNullKeepsLeaseTables))
+    return durasim::migrate(ctx.storage, kLogCapability, kLogMigrations, std::move(target));  // H19: the lease tables stay
+  return migrate(ctx.storage, std::move(target));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,7 +285,9 @@ Task<LogPage> DurabilityLog::read(int64_t from, std::optional<int64_t> limit) {
   LogPage page;
   if (from < b.hot) {
     // Rehydrate from the one cold segment holding `from` (segments are written by trim, log.md 6).
-    std::optional<SqlRow> seg = log_detail::segmentHolding(ctx_.storage, from);
+    const log_detail::SegmentLookup lookup =
+        segmentFlushTwoUnits_ ? log_detail::SegmentLookup::unordered : log_detail::SegmentLookup::latestStart;
+    std::optional<SqlRow> seg = log_detail::segmentHolding(ctx_.storage, from, lookup);
     if (!seg || !options_.cold || !options_.cold->read) throwReadTruncated(from, from, std::max(from + 1, b.hot));
     const std::string locator = seg->text("locator");
     Task<std::optional<std::vector<LogRecord>>> loading = options_.cold->read(locator);
@@ -366,134 +381,186 @@ Task<int64_t> DurabilityLog::trim() {
   co_return removed;
 }
 
-Task<int64_t> DurabilityLog::trimLocked() {
-  const LogRetention& r = *options_.retention;
-  struct HotRow {
+// The hot rows one trim pass removes (log.md 6 step 2), in offset order, and where they came from.
+struct DurabilityLog::TrimRange {
+  struct Row {
     int64_t offset;
     std::string key;
     std::string payload;
     int64_t bytes;
     int64_t appendedAt;
   };
-  auto toRow = [](const SqlRow& row) {
-    return HotRow{row.int64("offset"), row.text("dedup_key"), row.text("payload"), row.int64("bytes"), row.int64("appended_at")};
-  };
+  static Row of(const SqlRow& row) {
+    return Row{row.int64("offset"), row.text("dedup_key"), row.text("payload"), row.int64("bytes"), row.int64("appended_at")};
+  }
+  std::vector<Row> rows;
+  int64_t first = 0, last = 0;
+  bool fromIntent = false;   // an unfinished flush intent's range (its rows may be fewer than its offsets)
+  bool staleIntent = false;  // without cold: a flush intent left by an incarnation with cold storage
+};
+
+namespace {
+
+// Deletes the hot rows in [first, last] and lowers total_bytes by their bytes (floored at 0); returns
+// the number of rows deleted.
+int64_t deleteHotRange(StorageTxn& txn, int64_t first, int64_t last) {
+  const int64_t bytes =
+      txn.exec("SELECT COALESCE(SUM(bytes), 0) AS b FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last)
+          .one()
+          .int64("b");
+  const int64_t deleted =
+      txn.exec("DELETE FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last).rowsWritten();
+  txn.exec("UPDATE " DURASIM_LOG_SEQ " SET total_bytes = MAX(0, total_bytes - ?) WHERE id = 1", bytes);
+  return deleted;
+}
+
+// Indexes the segment [first, last] under `locator`, replacing a row with the same first offset.
+void upsertSegment(StorageTxn& txn, int64_t first, int64_t last, const std::string& locator, int64_t bytes, int64_t now) {
+  txn.exec("INSERT INTO " DURASIM_LOG_SEGMENTS " (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
+           " ON CONFLICT(first_offset) DO UPDATE SET last_offset = excluded.last_offset, locator = excluded.locator,"
+           " bytes = excluded.bytes, flushed_at = excluded.flushed_at",
+           first, last, locator, bytes, now);
+}
+
+}  // namespace
+
+Task<int64_t> DurabilityLog::trimLocked() {
   int64_t removed = 0;
   for (;;) {
-    // 1. Time and age cutoff.
     const int64_t now = ctx_.clock.now();
-    const std::optional<int64_t> cutoff = r.maxAgeMs ? std::optional<int64_t>(now - *r.maxAgeMs) : std::nullopt;
-
-    // 2. The range: an unfinished flush intent first (with cold), else the expiring oldest prefix.
-    std::vector<HotRow> range;
-    int64_t first = 0, last = 0;
-    bool fromIntent = false;
-    if (options_.cold) {
-      std::optional<SqlRow> intent =
-          ctx_.storage.exec("SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH " WHERE id = 1").next();
-      if (intent) {
-        fromIntent = true;
-        first = intent->int64("first_offset");
-        last = intent->int64("last_offset");
-        for (const SqlRow& row : ctx_.storage
-                                     .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
-                                           " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
-                                           first, last)
-                                     .toVector())
-          range.push_back(toRow(row));
-      }
-    }
-    if (!fromIntent) {
-      const std::vector<SqlRow> oldest = ctx_.storage
-                                             .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
-                                                   " ORDER BY \"offset\" LIMIT ?",
-                                                   options_.maxBatchSize)
-                                             .toVector();
-      if (oldest.empty()) co_return removed;
-      SqlRow totals = ctx_.storage
-                          .exec("SELECT (SELECT COUNT(*) FROM " DURASIM_LOG_RECORDS ") AS n,"
-                                " (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total")
-                          .one();
-      const int64_t excess = r.maxRecords ? std::max<int64_t>(0, totals.int64("n") - *r.maxRecords) : 0;
-      int64_t over = r.maxBytes ? std::max<int64_t>(0, totals.int64("total") - *r.maxBytes) : 0;
-      for (std::size_t i = 0; i < oldest.size(); ++i) {
-        HotRow row = toRow(oldest[i]);
-        const bool expiring = static_cast<int64_t>(i) < excess || over > 0 || (cutoff && row.appendedAt < *cutoff);
-        over -= row.bytes;
-        if (!expiring) break;
-        range.push_back(std::move(row));
-      }
-      if (range.empty()) co_return removed;
-      first = range.front().offset;
-      last = range.back().offset;
-    }
-    const int64_t size = static_cast<int64_t>(range.size());
-
-    // Deletes the hot rows in [first, last] and lowers total_bytes by their bytes (floored at 0).
-    auto deleteHot = [first, last](StorageTxn& txn) {
-      const int64_t bytes =
-          txn.exec("SELECT COALESCE(SUM(bytes), 0) AS b FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?",
-                   first, last)
-              .one()
-              .int64("b");
-      const int64_t deleted =
-          txn.exec("DELETE FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" <= ?", first, last).rowsWritten();
-      txn.exec("UPDATE " DURASIM_LOG_SEQ " SET total_bytes = MAX(0, total_bytes - ?) WHERE id = 1", bytes);
-      return deleted;
-    };
-
-    int64_t deleted = 0;
-    if (!options_.cold) {
-      // 3. Without cold: one transaction.
-      deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-        const int64_t n = deleteHot(txn);
-        ctx_.probe(log_events::kTrimDelete, {{"first", first}, {"last", last}, {"deleted", n}});
-        return n;
-      });
-    } else {
-      // 4. Flush intent, unless resuming one.
-      if (!fromIntent) {
-        co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-          txn.exec("INSERT INTO " DURASIM_LOG_FLUSH " (id, first_offset, last_offset, created_at) VALUES (1, ?, ?, ?)", first, last, now);
-          ctx_.probe(log_events::kTrimIntent, {{"first", first}, {"last", last}});
-        });
-      }
-      // 5. cold.write; an exception (or an empty locator) leaves the records hot and the intent kept.
-      LogSegment segment;
-      segment.firstOffset = first;
-      segment.lastOffset = last;
-      int64_t segmentBytes = 0;
-      for (const HotRow& row : range) {
-        segment.records.push_back(LogRecord{row.offset, row.key, deserialize(row.payload), row.appendedAt});
-        segmentBytes += row.bytes;
-      }
-      nlohmann::json described = {{"first", first}, {"last", last}};
-      log_detail::describeRecords(described, segment.records);
-      ctx_.probe(log_events::kColdWrite, std::move(described));
-      std::string locator;
-      try {
-        Task<std::string> writing = options_.cold->write(segment);
-        locator = co_await writing;
-        if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
-      } catch (const std::exception& e) {
-        ctx_.probe(log_events::kColdFailed, {{"first", first}, {"last", last}, {"message", e.what()}});
-        throw;
-      }
-      deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-        txn.exec("INSERT INTO " DURASIM_LOG_SEGMENTS " (first_offset, last_offset, locator, bytes, flushed_at) VALUES (?, ?, ?, ?, ?)"
-                 " ON CONFLICT(first_offset) DO UPDATE SET last_offset = excluded.last_offset, locator = excluded.locator,"
-                 " bytes = excluded.bytes, flushed_at = excluded.flushed_at",
-                 first, last, locator, segmentBytes, now);
-        const int64_t n = deleteHot(txn);
-        txn.exec("DELETE FROM " DURASIM_LOG_FLUSH " WHERE id = 1");
-        ctx_.probe(log_events::kTrimFlush, {{"first", first}, {"last", last}, {"locator", locator}, {"deleted", n}});
-        return n;
-      });
-    }
-    // 6. Progress.
+    std::optional<TrimRange> range = chooseTrimRange(now);
+    if (!range) co_return removed;
+    const int64_t first = range->first, last = range->last, size = static_cast<int64_t>(range->rows.size());
+    const bool dropIntent = range->staleIntent;
+    Task<int64_t> removing = options_.cold ? flushTrimRange(std::move(*range), now) : deleteTrimRange(first, last, dropIntent);
+    const int64_t deleted = co_await removing;
+    // Step 6: a pass that deleted fewer rows than its range held met another writer.
     removed += deleted;
     if (deleted < size) co_return removed;
   }
+}
+
+// Step 2: with cold, an unfinished flush intent's range first (never under H20); otherwise the longest
+// expiring prefix of the oldest maxBatchSize hot rows. nullopt: nothing expires.
+std::optional<DurabilityLog::TrimRange> DurabilityLog::chooseTrimRange(int64_t now) {
+  const LogRetention& r = *options_.retention;
+  // Nothing is appended before the minimum: without maxAgeMs no record is expiring by age.
+  const int64_t cutoff = r.maxAgeMs ? now - *r.maxAgeMs : std::numeric_limits<int64_t>::min();
+  TrimRange range;
+  if (options_.cold && !segmentFlushTwoUnits_) {
+    std::optional<SqlRow> intent = ctx_.storage.exec("SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH " WHERE id = 1").next();
+    if (intent) {
+      range.fromIntent = true;
+      range.first = intent->int64("first_offset");
+      range.last = intent->int64("last_offset");
+      for (const SqlRow& row : ctx_.storage
+                                   .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
+                                         " WHERE \"offset\" >= ? AND \"offset\" <= ? ORDER BY \"offset\"",
+                                         range.first, range.last)
+                                   .toVector())
+        range.rows.push_back(TrimRange::of(row));
+      return range;
+    }
+  }
+  const std::vector<SqlRow> oldest = ctx_.storage
+                                         .exec("SELECT \"offset\", dedup_key, payload, bytes, appended_at FROM " DURASIM_LOG_RECORDS
+                                               " ORDER BY \"offset\" LIMIT ?",
+                                               options_.maxBatchSize)
+                                         .toVector();
+  if (oldest.empty()) return std::nullopt;
+  SqlRow totals = ctx_.storage
+                      .exec("SELECT (SELECT COUNT(*) FROM " DURASIM_LOG_RECORDS ") AS n,"
+                            " (SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total,"
+                            " (SELECT COUNT(*) FROM " DURASIM_LOG_FLUSH ") AS intents")
+                      .one();
+  range.staleIntent = !options_.cold && totals.int64("intents") > 0;
+  const int64_t excess = r.maxRecords ? std::max<int64_t>(0, totals.int64("n") - *r.maxRecords) : 0;
+  int64_t over = r.maxBytes ? std::max<int64_t>(0, totals.int64("total") - *r.maxBytes) : 0;
+  for (std::size_t i = 0; i < oldest.size(); ++i) {
+    TrimRange::Row row = TrimRange::of(oldest[i]);
+    const bool expiring = static_cast<int64_t>(i) < excess || over > 0 || row.appendedAt < cutoff;
+    over -= row.bytes;
+    if (!expiring) break;
+    range.rows.push_back(std::move(row));
+  }
+  if (range.rows.empty()) return std::nullopt;
+  range.first = range.rows.front().offset;
+  range.last = range.rows.back().offset;
+  return range;
+}
+
+// Step 3, without cold: one transaction deletes the range and, with `dropIntent`, the flush intent an
+// incarnation with cold storage left (docs/decisions.md: its first offset is deleted here, so no
+// segment can start there again; flushed later, it would index an empty segment).
+Task<int64_t> DurabilityLog::deleteTrimRange(int64_t first, int64_t last, bool dropIntent) {
+  const int64_t deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const int64_t n = deleteHotRange(txn, first, last);
+    if (dropIntent) txn.exec("DELETE FROM " DURASIM_LOG_FLUSH " WHERE id = 1");
+    ctx_.probe(log_events::kTrimDelete, {{"first", first}, {"last", last}, {"deleted", n}});
+    return n;
+  });
+  co_return deleted;
+}
+
+// Steps 4-5, with cold: the flush intent (unless resuming one), cold.write, then one transaction
+// indexing the segment, deleting its hot rows and the intent. Returns the rows deleted.
+Task<int64_t> DurabilityLog::flushTrimRange(TrimRange range, int64_t now) {
+  const int64_t first = range.first, last = range.last;
+  if (!range.fromIntent && !segmentFlushTwoUnits_) {
+    co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+      txn.exec("INSERT INTO " DURASIM_LOG_FLUSH " (id, first_offset, last_offset, created_at) VALUES (1, ?, ?, ?)", first, last, now);
+      ctx_.probe(log_events::kTrimIntent, {{"first", first}, {"last", last}});
+    });
+  }
+  // An exception (or an empty locator) leaves the records hot and the intent kept.
+  LogSegment segment;
+  segment.firstOffset = first;
+  segment.lastOffset = last;
+  int64_t segmentBytes = 0;
+  for (const TrimRange::Row& row : range.rows) {
+    segment.records.push_back(LogRecord{row.offset, row.key, deserialize(row.payload), row.appendedAt});
+    segmentBytes += row.bytes;
+  }
+  nlohmann::json described = {{"first", first}, {"last", last}};
+  log_detail::describeRecords(described, segment.records);
+  ctx_.probe(log_events::kColdWrite, std::move(described));
+  std::string locator;
+  try {
+    Task<std::string> writing = options_.cold->write(segment);
+    locator = co_await writing;
+    if (locator.empty()) throw TypeError("Cold storage must return a non-empty locator");
+  } catch (const std::exception& e) {
+    ctx_.probe(log_events::kColdFailed, {{"first", first}, {"last", last}, {"message", e.what()}});
+    throw;
+  }
+  if (segmentFlushTwoUnits_) {
+    Task<int64_t> committing = indexThenDelete(first, last, std::move(locator), segmentBytes, now);
+    co_return co_await committing;
+  }
+  const int64_t deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    upsertSegment(txn, first, last, locator, segmentBytes, now);
+    const int64_t n = deleteHotRange(txn, first, last);
+    txn.exec("DELETE FROM " DURASIM_LOG_FLUSH " WHERE id = 1");
+    ctx_.probe(log_events::kTrimFlush, {{"first", first}, {"last", last}, {"locator", locator}, {"deleted", n}});
+    return n;
+  });
+  co_return deleted;
+}
+
+// H20 variant: the segment row, a yield, then the deletion, as two writes (a crash between them leaves
+// an indexed segment over records that are still hot).
+Task<int64_t> DurabilityLog::indexThenDelete(int64_t first, int64_t last, std::string locator, int64_t bytes, int64_t now) {
+  co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    upsertSegment(txn, first, last, locator, bytes, now);
+    ctx_.probe(log_events::kTrimSegmentWrite, {{"first", first}, {"last", last}, {"locator", locator}});
+  });
+  co_await ctx_.clock.sleepFor(0);
+  const int64_t deleted = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    const int64_t n = deleteHotRange(txn, first, last);
+    ctx_.probe(log_events::kTrimDelete, {{"first", first}, {"last", last}, {"deleted", n}});
+    return n;
+  });
+  co_return deleted;
 }
 
 // log.md 6.1

@@ -2,8 +2,10 @@
 // reads, forward-only consumer cursors, retention trimming, cold segment flushes and leases. Keeps offsets dense and never reused
 // (next_offset never decreases; hot offsets are exactly [hotOffset, nextOffset)), append batches all
 // or nothing, dedup hits return the original offset, and cursors that only move forward.
-// The lease variant flags of hazards.md (H4-H8, engine/variants.h) are read once at construction
-// into LeaseVariants; log_lease_variants.cc holds the reference behaviour they switch on.
+// Research variants (hazards.md, engine/variants.h) read from ObjectContext::variants: the lease
+// flags (H4-H8) once at construction into LeaseVariants, whose reference behaviour lives in
+// log_lease_variants.cc; log.segment_flush_two_units (H20, at construction); and
+// log.migrate_null_keeps_lease_tables (H19, by the migrate overload that takes the context).
 #pragma once
 
 #include <cstdint>
@@ -138,6 +140,9 @@ class DurabilityLog {
   // log.md 2: latest() applies `log` only; none() reverts `logLeases` (if applied) then `log`; a named
   // target goes to the capability whose list holds it (`log` otherwise, which refuses unknown names).
   static MigrationResult migrate(ObjectStorage& storage, MigrationTarget target = MigrationTarget::latest());
+  // The same on ctx.storage, for applications that run under research variants: with
+  // log.migrate_null_keeps_lease_tables in ctx.variants, none() reverts `log` alone (H19).
+  static MigrationResult migrate(const ObjectContext& ctx, MigrationTarget target = MigrationTarget::latest());
   static const std::vector<Migration>& migrations();       // capability `log`
   static const std::vector<Migration>& leaseMigrations();  // capability `logLeases`
 
@@ -158,6 +163,10 @@ class DurabilityLog {
   ObjectContext& ctx_;
   const LeaseVariants leaseVariants_ = LeaseVariants::of(ctx_);
   LogOptions options_;
+  // H20 variant: no flush intent, the range chosen afresh each pass, the segment row and the deletion
+  // as two writes with a yield between, read()'s segment lookup without ORDER BY (the lease loader's
+  // lookups, log_leases.cc, keep theirs).
+  const bool segmentFlushTwoUnits_;
   std::optional<RoutingLoad> ownRouting_;
   RoutingLoad* routing_;
   // In-memory trim mutex (log.md 6): held by the running trim(); waiters are handed over in FIFO order.
@@ -166,6 +175,12 @@ class DurabilityLog {
   Task<void> lockTrim();
   void unlockTrim();
   Task<int64_t> trimLocked();
+  // One pass of trim (log.md 6 steps 2-5): the range it removes, and its removal.
+  struct TrimRange;
+  std::optional<TrimRange> chooseTrimRange(int64_t now);
+  Task<int64_t> deleteTrimRange(int64_t first, int64_t last, bool dropIntent);
+  Task<int64_t> flushTrimRange(TrimRange range, int64_t now);
+  Task<int64_t> indexThenDelete(int64_t first, int64_t last, std::string locator, int64_t bytes, int64_t now);
   [[noreturn]] void throwReadTruncated(int64_t from, int64_t requested, int64_t oldest);
 
   // Leases (log.md 7, log_leases.cc).

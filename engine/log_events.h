@@ -73,7 +73,7 @@ inline constexpr std::string_view kRead = "log.read";
 inline constexpr std::string_view kReadTruncated = "log.read.truncated";
 // now
 inline constexpr std::string_view kTrimBegin = "log.trim.begin";
-// first, last, deleted
+// first, last, deleted (without cold; under H20 also the deletion after log.trim.segment.write)
 inline constexpr std::string_view kTrimDelete = "log.trim.delete";
 // removed, now
 inline constexpr std::string_view kTrimEnd = "log.trim.end";
@@ -81,6 +81,8 @@ inline constexpr std::string_view kTrimEnd = "log.trim.end";
 inline constexpr std::string_view kTrimFlush = "log.trim.flush";
 // first, last
 inline constexpr std::string_view kTrimIntent = "log.trim.intent";
+// first, last, locator (H20 variant only: the segment row written alone, before the deletion)
+inline constexpr std::string_view kTrimSegmentWrite = "log.trim.segment.write";
 
 // Reported by an application of the capability (workloads/), read by its checkers.
 // keys, offsets, partition, producer
@@ -93,5 +95,7 @@ inline constexpr std::string_view kAppConsumeTruncated = "app.consume.truncated"
 inline constexpr std::string_view kAppLeaseOutcome = "app.lease.outcome";
 // partition, offset
 inline constexpr std::string_view kAppColdLifecycle = "app.cold.lifecycle";
+// partition (the application retired its log with DurabilityLog::migrate(none))
+inline constexpr std::string_view kAppLogRetired = "app.log.retired";
 
 }  // namespace durasim::log_events

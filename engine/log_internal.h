@@ -53,9 +53,18 @@ inline bool moveCursorForward(StorageTxn& txn, const std::string& consumer, int6
              .rowsWritten() > 0;
 }
 
-// log.md 4.2: the indexed segment holding `offset` (the latest-starting one if several do).
+// Which segment a lookup picks when several hold an offset: the latest-starting one (log.md 4.2), or,
+// under the H20 variant (log.segment_flush_two_units), whichever SQLite returns first.
+enum class SegmentLookup { latestStart, unordered };
+
+// log.md 4.2: the indexed segment holding `offset`.
 template <class Sql>
-std::optional<SqlRow> segmentHolding(Sql& sql, int64_t offset) {
+std::optional<SqlRow> segmentHolding(Sql& sql, int64_t offset, SegmentLookup lookup = SegmentLookup::latestStart) {
+  if (lookup == SegmentLookup::unordered)
+    return sql
+        .exec("SELECT first_offset, last_offset, locator FROM " DURASIM_LOG_SEGMENTS " WHERE first_offset <= ? AND last_offset >= ? LIMIT 1",
+              offset, offset)
+        .next();
   return sql
       .exec("SELECT first_offset, last_offset, locator FROM " DURASIM_LOG_SEGMENTS
             " WHERE first_offset <= ? AND last_offset >= ? ORDER BY first_offset DESC LIMIT 1",

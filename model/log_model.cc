@@ -272,6 +272,7 @@ int64_t LogModel::deleteRange(const TrimRange& range) {
     ++deleted;
   }
   totalBytes_ = std::max<int64_t>(0, totalBytes_ - bytes);
+  flush_.reset();  // also an intent left while cold storage was configured (docs/decisions.md)
   return deleted;
 }
 
@@ -279,9 +280,7 @@ int64_t LogModel::finishFlush(const TrimRange& range, const std::string& locator
   int64_t bytes = 0;
   for (const Record& r : range.records) bytes += r.bytes;
   segments_[range.firstOffset] = Segment{range.firstOffset, range.lastOffset, locator, bytes, now};
-  const int64_t deleted = deleteRange(range);
-  flush_.reset();
-  return deleted;
+  return deleteRange(range);
 }
 
 Outcome<int64_t> LogModel::trim(int64_t now) {

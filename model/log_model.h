@@ -244,8 +244,9 @@ class LogModel {
 
   // The steps of one trim pass, for checkers that follow the engine's writes. `planTrimPass` is
   // step 2 (nullopt: nothing to remove, or no limit configured); `beginFlush` writes the intent
-  // (step 4); `finishFlush` is step 5's final transaction; `deleteRange` is step 3. Each returns the
-  // hot rows it deleted; a pass made progress only if that equals the range's record count (step 6).
+  // (step 4); `finishFlush` is step 5's final transaction; `deleteRange` is step 3 and drops the flush
+  // intent too (finishFlush ends with it). Each returns the hot rows it deleted; a pass made progress
+  // only if that equals the range's record count (step 6).
   std::optional<TrimRange> planTrimPass(int64_t now) const;
   void beginFlush(const TrimRange& range, int64_t now);
   int64_t finishFlush(const TrimRange& range, const std::string& locator, int64_t now);

@@ -31,7 +31,8 @@
 //       LSE-04 also from the workload: an `app.lease.outcome` ok matches a committed settle, a
 //       LogLeaseError a rejection the log traced
 //   at the end (quiescent, after heal): LSE-15 (every leasing consumer at nextOffset, no lease row
-//       left), LSE-16 (no lease tables on objects never configured with leases)
+//       left; not for a log retired with migrate(none)), LSE-16 (no lease tables on objects never
+//       configured with leases)
 #pragma once
 
 #include <cstdint>
@@ -151,6 +152,7 @@ class LeaseChecks final : public ObjectChecker {
   Mirror readStore(const std::string& object);
   bool hasLeaseTables(const std::string& object);
   std::optional<std::string> readableAt(const std::string& object, const ObjectState& obj, int64_t offset, int64_t now);
+  bool hasLogTable(const std::string& object);  // durability_log_seq: the log was not retired
   void learnRecords(const std::string& object, ObjectState& obj);
 
   StoreReader reader_;

@@ -8,6 +8,7 @@
 #include "engine/log_schema.h"
 #include "engine/scheduler_events.h"
 #include "properties/event_fields.h"
+#include "properties/schema_check.h"
 
 namespace durasim::properties {
 
@@ -33,12 +34,14 @@ bool isWrite(const std::string& ev) {
 
 LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {
   for (int i = 1; i <= 18; ++i) tallies_.declare(std::string("LOG-") + (i < 10 ? "0" : "") + std::to_string(i));
+  tallies_.declare("SCH-11");
 }
 
 void LogChecks::observe(const std::string& name, const json& e) {
   if (name == "fault") return onFault(e);
   if (name == "cold.call") return onColdCall(e);
   if (name == log_events::kAppProduce || name == log_events::kAppConsume) return onApp(name, e);
+  if (name == log_events::kAppLogRetired) return onRetired(e);
   if (!mine(e)) return;
   // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
   if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
@@ -57,6 +60,7 @@ std::string LogChecks::invariant_for(const std::string& ev) const {
   if (ev == log_events::kForgetWrite) return "LOG-15";
   if (ev == "fault" || ev == "cold.call") return "LOG-16";
   if (ev == log_events::kColdWrite) return "LOG-11";
+  if (ev == log_events::kAppLogRetired) return "SCH-11";
   return "LOG-10";
 }
 
@@ -181,10 +185,10 @@ void LogChecks::View::apply(const json& w) {
     for (int64_t o = v.hotFrom; o <= last && o < v.next; ++o)
       if (auto r = v.records.find(o); r != v.records.end()) v.keys.erase(r->second);
     v.hotFrom = std::max(v.hotFrom, last + 1);
-    if (ev == log_events::kTrimFlush) {
-      v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
-      v.flush.reset();
-    }
+    v.flush.reset();  // a deletion without cold drops a stale intent too (docs/decisions.md)
+    if (ev == log_events::kTrimFlush) v.segments[num(w, "first")] = Segment{last, text(w, "locator")};
+  } else if (ev == log_events::kTrimSegmentWrite) {
+    v.segments[num(w, "first")] = Segment{num(w, "last"), text(w, "locator")};
   } else if (ev == log_events::kTrimIntent) {
     v.flush = std::make_pair(num(w, "first"), num(w, "last"));
   } else if (ev == log_events::kForgetWrite) {
@@ -604,11 +608,23 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
   g.seenUpTo = std::max(g.seenUpTo, offsets.empty() ? from : offsets.back() + 1);
 }
 
+// SCH-11 when the application reports that it retired a log: the schema as stored right then.
+void LogChecks::onRetired(const json& e) {
+  const std::string partition = text(e, "partition");
+  if (of_class(partition, className_)) checkSchema(partition);
+}
+
+void LogChecks::checkSchema(const std::string& object) {
+  const std::optional<std::string> fault = schemaFault(reader_, object, logCapabilities());
+  tallies_.check("SCH-11", !fault, [&] { return object + " schema: " + *fault; });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The end of the run
 
 void LogChecks::finish() {
   for (auto& [object, s] : objects_) {
+    checkSchema(object);
     if (!hasLogTables(object)) continue;
     checkState(s, object, {});
     const Bounds b = storeBounds(object);

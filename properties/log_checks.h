@@ -1,4 +1,5 @@
-// LOG invariants (invariants-engine.md) over a run of objects of one class that hold a DurabilityLog.
+// LOG invariants (invariants-engine.md), and SCH-11 for the log's schema, over a run of objects of
+// one class that hold a DurabilityLog.
 // It observes the trace as it is recorded: the log's `log.*` events and the workload's `app.*` events
 // (docs/log-trace-events.md), the runtime's commit, confirm, durability and incarnation events, and
 // the cold-store faults. A `.write` event takes effect with the next `commit` of its incarnation; the
@@ -31,6 +32,11 @@
 //       is not configured, or was not in some incarnation)
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
 //       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
+//   SCH-11 for the log's two capabilities (properties/schema_check.h: tables iff migration recorded,
+//       lease tables only with the log's) at the end, and when the application reports that it
+//       retired a log (`app.log.retired`): what the H19 variant leaves behind
+// Under the H20 variant the segment row and the deletion commit apart (`log.trim.segment.write`,
+// then `log.trim.delete`): the views follow each write; the checks judge the states they leave.
 #pragma once
 
 #include <cstdint>
@@ -116,6 +122,8 @@ class LogChecks final : public ObjectChecker {
   void onApp(const std::string& ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
   void onColdCall(const nlohmann::json& e);
+  void onRetired(const nlohmann::json& e);
+  void checkSchema(const std::string& object);
 
   void onWrite(ObjectState& s, const std::string& object, const std::string& ev, const nlohmann::json& e);
   void onCommit(ObjectState& s, const std::string& object, const nlohmann::json& e);

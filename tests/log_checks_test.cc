@@ -1,7 +1,8 @@
 // The LOG checks (properties/log_checks.h) on synthetic histories: a small in-test log keeps the
 // tables of log.md 2 in a real in-memory store and emits the events of docs/log-trace-events.md, as
-// the engine would; each invariant is shown to pass on a correct history and to fail on a mutated
-// one. Then the checker watches the real DurabilityLog on the simulator (tests/log_test_rig.h).
+// the engine would; each invariant (and SCH-11 for the log's schema) is shown to pass on a correct
+// history and to fail on a mutated one. Then the checker watches the real DurabilityLog on the
+// simulator (tests/log_test_rig.h).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -41,7 +42,10 @@ struct Synth {
           "CREATE TABLE durability_log_seq (id INTEGER PRIMARY KEY CHECK (id = 1), next_offset INTEGER NOT NULL, total_bytes INTEGER NOT NULL)",
           "INSERT INTO durability_log_seq (id, next_offset, total_bytes) VALUES (1, 0, 0)",
           "CREATE TABLE durability_log_flush (id INTEGER PRIMARY KEY CHECK (id = 1), first_offset INTEGER NOT NULL, last_offset INTEGER NOT NULL, "
-          "created_at INTEGER NOT NULL)"})
+          "created_at INTEGER NOT NULL)",
+          "CREATE TABLE durability_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, applied_at INTEGER NOT NULL, "
+          "capability TEXT NOT NULL, down TEXT NOT NULL)",
+          "INSERT INTO durability_migrations (name, applied_at, capability, down) VALUES ('durability_0006_create_log', 0, 'log', '')"})
       store.exec(sql);
     emit({{"ev", "incarnation.start"}});
   }
@@ -557,6 +561,45 @@ TEST(LogChecksMutations, AlarmMovedByALogCommitAndFlushIntentLeft) {
   f.intent(0, 0);
   f.emit({{"ev", "log.trim.end"}, {"removed", 0}, {"now", f.now}});
   EXPECT_GT(f.violations("LOG-18"), 0u);
+}
+
+// A log that used leases, retired by the application (app.log.retired) after `retire` changed the
+// store. Returns the SCH-11 violations, and all violations.
+std::pair<uint64_t, uint64_t> retiredLogViolations(const std::vector<std::string>& retire) {
+  Synth s;
+  for (const char* sql : {"CREATE TABLE durability_log_leases (batch_id TEXT PRIMARY KEY)",
+                          "CREATE TABLE durability_log_allocations (consumer TEXT PRIMARY KEY)",
+                          "INSERT INTO durability_migrations (name, applied_at, capability, down) "
+                          "VALUES ('durability_0007_create_log_leases', 0, 'logLeases', '')"})
+    s.sql(sql);
+  s.options(false);
+  s.append(2, "k");
+  for (const std::string& sql : retire) s.sql(sql);
+  s.commit();
+  s.emit({{"ev", "app.log.retired"}, {"partition", kObject}});
+  s.checks.finish();
+  return {s.violations("SCH-11"), s.checks.tallies().violations()};
+}
+
+const std::vector<std::string> kDropLog = {
+    "DROP TABLE durability_log_flush", "DROP TABLE durability_log_seq", "DROP TABLE durability_log_segments",
+    "DROP TABLE durability_log_cursors", "DROP TABLE durability_log_records",
+    "DELETE FROM durability_migrations WHERE name = 'durability_0006_create_log'"};
+
+TEST(LogChecksMutations, LeaseTablesLeftByARetiredLog) {
+  // The spec's migrate(none): lease tables, then the log's; the history table goes with its last row.
+  std::vector<std::string> full = {"DROP TABLE durability_log_allocations", "DROP TABLE durability_log_leases",
+                                   "DELETE FROM durability_migrations WHERE name = 'durability_0007_create_log_leases'"};
+  full.insert(full.end(), kDropLog.begin(), kDropLog.end());
+  full.push_back("DROP TABLE durability_migrations");
+  EXPECT_EQ(retiredLogViolations(full), std::make_pair(uint64_t{0}, uint64_t{0}));
+  // H19: the log alone is reverted; the lease tables and their history row stay. No LOG check sees
+  // it (the log's tables are gone); SCH-11 does, when the log is retired and at the end.
+  EXPECT_EQ(retiredLogViolations(kDropLog), std::make_pair(uint64_t{2}, uint64_t{2}));
+  // A log table missing while its migration is recorded.
+  EXPECT_EQ(retiredLogViolations({"DROP TABLE durability_log_flush"}).first, 2u);
+  // A history table left without rows.
+  EXPECT_EQ(retiredLogViolations({"DELETE FROM durability_migrations"}).first, 2u);
 }
 
 TEST(LogChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {

@@ -1,8 +1,8 @@
 // LogPartition over RPC on the simulated runtime without faults: the append envelope and its
 // definite rejections, library errors crossing RPC with their fields (LogTruncatedError,
 // LogLeaseError, TypeError without the leases option), cold segments under their keys and read back,
-// forgetColdBefore turning a flushed range into truncation, and the "retention" alarm that trims and
-// stops re-arming once no hot record remains.
+// forgetColdBefore turning a flushed range into truncation, the "retention" alarm that trims and
+// stops re-arming once no hot record remains, and `retire`, after which no incarnation has a log.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -140,6 +140,30 @@ TEST(LogPartition, RetentionAlarmTrimsAndStopsWhenNothingIsHot) {
   EXPECT_EQ(bounds.at("nextOffset"), 3);
   EXPECT_TRUE(p.rig.runtime.world().stores().live(durasim::sim::object_label(LogPartition::kClass, "p0"), "SELECT * FROM app_partition").toVector().empty())
       << "the sweep flag is cleared once no hot record remains";
+}
+
+int64_t logTables(PartitionRig& p) {
+  return p.rig.runtime.world()
+      .stores()
+      .live(durasim::sim::object_label(LogPartition::kClass, "p0"),
+            "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'durability_log%'")
+      .one()
+      .int64("n");
+}
+
+TEST(LogPartition, RetireRemovesTheLogForGood) {
+  PartitionRig p(config(true, true));
+  p.append(0, 4);
+  ASSERT_EQ(logTables(p), 7);  // the log's five tables and the two of its leases
+  EXPECT_TRUE(p.call("retire").at("result").is_null());
+  EXPECT_EQ(logTables(p), 0);
+  EXPECT_EQ(p.call("bounds").at("error").at("name"), kPartitionRetired);
+  EXPECT_EQ(p.call("append", {{"records", json::array({{{"body", 1}}})}}).at("error").at("name"), kPartitionRetired);
+  EXPECT_TRUE(p.call("retire").at("result").is_null());  // idempotent
+  p.rig.run_for(600'000);  // the object is evicted: its next incarnation constructs no log
+  EXPECT_EQ(p.call("lease", {{"consumer", "L0"}}).at("error").at("name"), kPartitionRetired);
+  EXPECT_GE(p.rig.status(durasim::sim::object_label(LogPartition::kClass, "p0"))->incarnations, 2);
+  EXPECT_EQ(logTables(p), 0);
 }
 
 TEST(LogPartition, SegmentKeysRoundTrip) {

@@ -2,14 +2,17 @@
 // simulated runtime: each retention limit alone, oldest-first trimming in passes, the partial-progress
 // rule, serialized trim calls, the cold flush order (intent, cold.write, one final transaction), a failed
 // or empty-locator write leaving the intent so the same range is rewritten, rehydrating reads of flushed
-// offsets, forgetColdBefore and the truncation it exposes, and bounds that stay ordered. Cold storage is
-// an in-memory fake keyed by locator.
+// offsets, forgetColdBefore and the truncation it exposes, bounds that stay ordered, a flush intent
+// dropped by a trim without cold storage, and the reference flush of variant H20
+// (log.segment_flush_two_units) appearing only with its flag. Cold storage is an in-memory fake keyed
+// by locator.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,6 +23,8 @@
 #include "engine/log.h"
 #include "engine/runtime_errors.h"
 #include "engine/scheduler.h"
+#include "engine/variants.h"
+#include "sim/trace_sink.h"
 #include "tests/log_test_rig.h"
 
 namespace durasim::rt_test {
@@ -439,6 +444,151 @@ TEST(LogForget, IndexedSegmentGoneFromColdStorageSurfacesAsTruncation) {
     co_return json(nullptr);
   });
   EXPECT_EQ(out, (json{1, 3}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A flush intent met by a trim without cold storage (docs/decisions.md)
+
+// Cold storage is configured, a flush fails and leaves its intent; a redeploy without cold storage
+// deletes the range; then cold storage is configured again. The stale intent must not come back as
+// an empty segment that lowers oldestOffset below records nobody can read or lease.
+TEST(LogColdIntent, TrimWithoutColdDropsAPendingFlushIntent) {
+  LogRig rig;
+  auto cold = std::make_shared<FakeCold>();
+  cold->failWrites = 1;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  rig.env.options.leases = LogLeaseOptions{};
+  rig.env.options.leases->maxParallelism = 2;
+  const json out = rig.run([](LogHost& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    try {
+      co_await h.log.trim();  // intent [0, 2]; cold.write fails
+    } catch (const std::runtime_error&) {
+    }
+    const auto intents = [&h] { return h.ctx.storage.exec("SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n"); };
+    const int64_t intentBefore = intents();
+    DurabilityLog withoutCold(h.scheduler, withRetention(std::nullopt, 2, std::nullopt));
+    Task<int64_t> deleting = withoutCold.trim();  // deletes [0, 2]
+    const int64_t deleted = co_await deleting;
+    const int64_t intentAfter = intents();
+    co_await appendRange(h, 20, 1);
+    co_await h.log.trim();  // cold storage again
+    LogBounds b = co_await h.log.bounds();
+    json leased = json::array();
+    for (int call = 0; call < 2; ++call) {
+      try {
+        Task<std::optional<LogLease>> leasing = h.log.lease("c");
+        const std::optional<LogLease> lease = co_await leasing;
+        leased.push_back(lease ? json{lease->firstOffset, lease->lastOffset} : json(nullptr));
+      } catch (const LogTruncatedError& e) {
+        leased.push_back(e.name());
+      }
+    }
+    co_return json{intentBefore, deleted, intentAfter, boundsJson(b), leased};
+  });
+  EXPECT_EQ(out, (json{1, 3, 0, json{3, 4, 6}, json{json{3, 3}, json{4, 5}}}));
+  // No empty segment was written: the failed [0, 2], then the fresh range from the hot offset.
+  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}, json{3, 3, 1}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Variant H20 (log.segment_flush_two_units): each reference behaviour appears only with the flag
+
+std::set<std::string> withFlag(bool on) {
+  return on ? std::set<std::string>{std::string(variants::kSegmentFlushTwoUnits)} : std::set<std::string>{};
+}
+
+// A first flush whose cold.write fails, more appends, and a second trim; returns the cold writes
+// and, per write, the flush intents stored while it ran.
+json flushAfterAFailure(bool flag) {
+  LogRig rig(withFlag(flag));
+  auto cold = std::make_shared<FakeCold>();
+  cold->failWrites = 1;
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(cold);
+  auto intents = std::make_shared<json>(json::array());
+  rig.run([cold, intents](LogHost& h) -> Task<json> {
+    ObjectStorage* storage = &h.ctx.storage;
+    cold->onWrite = [storage, intents] {
+      intents->push_back(storage->exec("SELECT COUNT(*) AS n FROM durability_log_flush").one().int64("n"));
+    };
+    co_await appendRange(h, 10, 5);
+    try {
+      co_await h.log.trim();
+    } catch (const std::runtime_error&) {
+    }
+    co_await appendRange(h, 20, 3);
+    co_await h.log.trim();
+    cold->onWrite = nullptr;
+    co_return json(nullptr);
+  });
+  return json{cold->writes, *intents};
+}
+
+TEST(LogVariantH20, NoIntentAndARecomputedRangeOnlyWithTheFlag) {
+  // Log.md 6: the retry rewrites exactly [0, 2] from the intent, then flushes [3, 5].
+  EXPECT_EQ(flushAfterAFailure(false), (json{json{json{0, 2, 3}, json{0, 2, 3}, json{3, 5, 3}}, json{1, 1, 1}}));
+  // Reference: no intent, so the retry chooses [0, 5] afresh: first offset 0 flushed with two ranges.
+  EXPECT_EQ(flushAfterAFailure(true), (json{json{json{0, 2, 3}, json{0, 5, 6}}, json{0, 0}}));
+}
+
+// Records, at every commit of the rig's object, whether the store indexes a segment that reaches a
+// record that is still hot (what a crash between two flush writes would leave behind).
+struct SegmentOverHotWatch : sim::TraceSink {
+  explicit SegmentOverHotWatch(LogRig& r) : rig(r) {}
+  void record(const json& e) override {
+    if (e.value("ev", "") != "commit" || !rig.hasTable("durability_log_segments")) return;
+    seen = seen || rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"
+                             " WHERE last_offset >= (SELECT MIN(\"offset\") FROM durability_log_records)") > 0;
+  }
+  LogRig& rig;
+  bool seen = false;
+};
+
+bool segmentSeenOverHotRecords(bool flag) {
+  LogRig rig(withFlag(flag));
+  SegmentOverHotWatch watch(rig);
+  rig.world.observe(watch);
+  rig.env.options = withRetention(std::nullopt, 2, std::nullopt);
+  rig.env.options.cold = coldOf(std::make_shared<FakeCold>());
+  rig.run([](LogHost& h) -> Task<json> {
+    co_await appendRange(h, 10, 5);
+    co_await h.log.trim();
+    co_return json(nullptr);
+  });
+  EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_records"), 2);
+  return watch.seen;
+}
+
+TEST(LogVariantH20, SegmentRowAndDeletionCommitApartOnlyWithTheFlag) {
+  EXPECT_FALSE(segmentSeenOverHotRecords(false));
+  EXPECT_TRUE(segmentSeenOverHotRecords(true));
+}
+
+// Two indexed segments hold offset 6: [0, 9] under "long" and [5, 9] under "short" (as a re-flush
+// of a shorter range could leave them). log.md 4.2 reads the latest-starting one.
+json readOfOverlappingSegments(bool flag) {
+  LogRig rig(withFlag(flag));
+  auto cold = std::make_shared<FakeCold>();
+  for (int64_t o = 0; o < 10; ++o) {
+    const std::string key = std::to_string(o);
+    cold->segments["long"].push_back(LogRecord{o, key, json("long"), 0});
+    if (o >= 5) cold->segments["short"].push_back(LogRecord{o, key, json("short"), 0});
+  }
+  rig.env.options.cold = coldOf(cold);
+  return rig.run([](LogHost& h) -> Task<json> {
+    h.ctx.storage.exec("UPDATE durability_log_seq SET next_offset = 10");
+    h.ctx.storage.exec("INSERT INTO durability_log_segments VALUES (0, 9, 'long', 0, 0), (5, 9, 'short', 0, 0)");
+    Task<LogPage> reading = h.log.read(6, 1);
+    const LogPage page = co_await reading;
+    co_return page.records.at(0).body;
+  });
+}
+
+TEST(LogVariantH20, SegmentLookupIgnoresTheStartOnlyWithTheFlag) {
+  EXPECT_EQ(readOfOverlappingSegments(false), json("short"));
+  EXPECT_EQ(readOfOverlappingSegments(true), json("long"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // DurabilityLog (log.md 1-5, 8; errors-and-contract.md 2) on the simulated runtime: option checks,
-// migrations, atomic deduplicated appends and their rejections, reads, bounds, forward-only cursors
-// and the load backlog. Each test drives one object call and checks what it returned or stored.
+// migrations (and the H19 variant of migrate(none)), atomic deduplicated appends and their
+// rejections, reads, bounds, forward-only cursors and the load backlog. Each test drives one object
+// call and checks what it returned or stored.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "engine/errors.h"
 #include "engine/log.h"
 #include "engine/scheduler.h"
+#include "engine/variants.h"
 #include "tests/log_test_rig.h"
 
 namespace durasim::rt_test {
@@ -133,6 +136,24 @@ TEST(LogMigrations, NoneRevertsLeasesThenLogAndLatestAppliesLogOnly) {
   EXPECT_EQ(out.at("up"), (json{"durability_0006_create_log"}));
   EXPECT_TRUE(rig.hasTable("durability_log_records"));
   EXPECT_FALSE(rig.hasTable("durability_log_leases"));
+}
+
+// Variant H19 (log.migrate_null_keeps_lease_tables): migrate(ctx, none()) on a log that used leases.
+json retireLeasedLog(std::set<std::string> variants) {
+  LogRig rig(std::move(variants));
+  rig.env.options.leases = LogLeaseOptions{};
+  const json rolledBack = rig.run([](LogHost& h) -> Task<json> {
+    MigrationResult down = DurabilityLog::migrate(h.ctx, MigrationTarget::none());
+    co_return json(down.rolledBack);
+  });
+  return json{rolledBack, rig.hasTable("durability_log_records"), rig.hasTable("durability_log_leases"),
+              rig.hasTable("durability_log_allocations")};
+}
+
+TEST(LogMigrations, NoneThroughTheContextLeavesLeaseTablesOnlyWithTheH19Flag) {
+  EXPECT_EQ(retireLeasedLog({}), (json{json{"durability_0007_create_log_leases", "durability_0006_create_log"}, false, false, false}));
+  EXPECT_EQ(retireLeasedLog({std::string(variants::kMigrateNullKeepsLeaseTables)}),
+            (json{json{"durability_0006_create_log"}, false, true, true}));
 }
 
 TEST(LogAppend, AssignsDenseOffsetsInInputOrder) {

@@ -1,11 +1,12 @@
 // Shared rig of the DurabilityLog tests: a `Log` object whose constructor builds the shared
-// scheduler and a DurabilityLog with the test's options, and whose one RPC method runs the test's
-// script against them; plus a record helper.
+// scheduler and a DurabilityLog with the test's options (and the rig's research variant flags), and
+// whose one RPC method runs the test's script against them; plus a record helper.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -46,7 +47,15 @@ struct LogEnvHolder {
   LogEnv env;
 };
 
+// With `variants`, every ObjectContext of the run carries those research variant flags.
+inline sim::RuntimeOptions withVariants(std::set<std::string> variants) {
+  sim::RuntimeOptions options;
+  options.variants = std::move(variants);
+  return options;
+}
+
 struct LogRig : LogEnvHolder, Rig {
+  explicit LogRig(std::set<std::string> variants) : LogRig(withVariants(std::move(variants))) {}
   explicit LogRig(sim::RuntimeOptions options = {}) : Rig(1, std::move(options)) {
     LogEnv* e = &env;
     runtime.define_class(kLogClass, [e](ObjectContext& ctx) { return std::make_unique<LogHost>(ctx, e); });

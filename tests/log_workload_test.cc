@@ -84,7 +84,7 @@ TEST(LogWorkload, AppEventsCarryTheContractFields) {
     for (const nlohmann::json& e : eventsOf(trace, "app.lease.outcome")) {
       expectFields(e, {"partition", "consumer", "batchId", "first", "last", "outcome", "result"});
       EXPECT_TRUE(std::set<std::string>({"ack", "nack", "stall"}).count(e.at("outcome").get<std::string>())) << e.dump();
-      EXPECT_TRUE(std::set<std::string>({"ok", "LogLeaseError", "uncertain"}).count(e.at("result").get<std::string>()))
+      EXPECT_TRUE(std::set<std::string>({"ok", "LogLeaseError", "uncertain", "PartitionRetired"}).count(e.at("result").get<std::string>()))
           << e.dump();
       EXPECT_LE(e.at("first").get<int64_t>(), e.at("last").get<int64_t>()) << e.dump();
       ++seen["app.lease.outcome"];
@@ -93,11 +93,16 @@ TEST(LogWorkload, AppEventsCarryTheContractFields) {
       expectFields(e, {"partition", "offset"});
       ++seen["app.cold.lifecycle"];
     }
+    for (const nlohmann::json& e : eventsOf(trace, "app.log.retired")) {
+      expectFields(e, {"partition"});
+      ++seen["app.log.retired"];
+    }
   }
   EXPECT_GT(seen["app.produce"], 0);
   EXPECT_GT(seen["app.consume"], 0);
   EXPECT_GT(seen["app.consume.truncated"], 0);
   EXPECT_GT(seen["app.lease.outcome"], 0);
+  EXPECT_GT(seen["app.log.retired"], 0);
 }
 
 TEST(LogWorkload, DefiniteAnswersTheWorkloadExpects) {

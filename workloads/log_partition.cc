@@ -136,7 +136,8 @@ LogPartition::LogPartition(ObjectContext& ctx, const LogPartitionConfig& config)
   ctx_.storage.exec(
       "CREATE TABLE IF NOT EXISTS app_poisoned (batch_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, first_offset INTEGER NOT NULL,"
       " last_offset INTEGER NOT NULL, attempt INTEGER NOT NULL, at INTEGER NOT NULL)");
-  log_ = std::make_unique<DurabilityLog>(scheduler_, logOptions());
+  retired_ = ctx_.storage.exec("SELECT value FROM app_partition WHERE key = 'retired'").next().has_value();
+  if (!retired_) log_ = std::make_unique<DurabilityLog>(scheduler_, logOptions());
   alarms_ = std::make_unique<DurabilityAlarms>(scheduler_, alarmOptions());
 }
 
@@ -178,6 +179,13 @@ Task<nlohmann::json> LogPartition::call(std::string_view method, const nlohmann:
 }
 
 Task<nlohmann::json> LogPartition::dispatch(std::string_view method, const nlohmann::json& args) {
+  if (method == "retire") co_return retire();
+  if (retired_) {
+    std::string message = "Partition ";
+    message += ctx_.id.second;
+    message += " was retired";
+    co_return nlohmann::json{{"error", {{"name", kPartitionRetired}, {"message", message}}}};
+  }
   if (method == "append") {
     Task<nlohmann::json> appending = append(args);
     co_return co_await appending;
@@ -255,6 +263,17 @@ Task<nlohmann::json> LogPartition::append(const nlohmann::json& args) {
   co_return toJson(appended);
 }
 
+// The log's schema goes, then the flag is stored, with no suspension between them: both commit
+// together or not at all. Calls of this incarnation still running on the log may then fail.
+nlohmann::json LogPartition::retire() {
+  if (!retired_) {
+    DurabilityLog::migrate(ctx_, MigrationTarget::none());
+    ctx_.storage.exec("INSERT OR REPLACE INTO app_partition (key, value) VALUES ('retired', 1)");
+    retired_ = true;
+  }
+  return result(nullptr);
+}
+
 // Arms the sweep unless one is already armed. Scheduling replaces a pending time, so re-arming on
 // every append would postpone retention while traffic lasts. The alarm is scheduled before the flag
 // is stored: a crash in between leaves an armed sweep without the flag (the next append re-arms),
@@ -273,6 +292,7 @@ Task<void> LogPartition::armRetention() {
 // removal run with no suspension between them, so an append that commits meanwhile is either seen
 // as hot or finds the flag gone and re-arms.
 Task<void> LogPartition::enforceRetention(const DurableAlarmInfo&) {
+  if (retired_) co_return;
   Task<int64_t> trimming = log_->trim();
   co_await trimming;
   Task<LogBounds> reading = log_->bounds();

@@ -7,7 +7,11 @@
 // EnqueueResult envelope itself.
 // RPC methods: append {records: [{body, key?}]}, read {from, limit?}, commit {consumer, offset},
 // cursor {consumer}, bounds, load, lease {consumer, limit?}, ack / nack {consumer, batchId},
-// leases {consumer}, trim, forgetColdBefore {offset}.
+// leases {consumer}, trim, forgetColdBefore {offset}, retire.
+// `retire` removes the log as an application retiring a topic would: DurabilityLog::migrate(ctx,
+// none()), which honours the run's research variants (H19), and the flag `retired` in one commit.
+// A retired partition constructs no log again and answers every other method with the error
+// PartitionRetired; its retention alarm does nothing.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +50,7 @@ struct LogPartitionConfig {
 inline constexpr char kLogBucket[] = "segments";
 inline constexpr char kColdPrefix[] = "segments/";
 inline constexpr char kRetentionAlarm[] = "retention";
+inline constexpr char kPartitionRetired[] = "PartitionRetired";  // the error name of a retired partition's answers
 
 // The cold key of a segment: "segments/<partition>/<first>-<last>". A given first offset always
 // flushes the same range (log.md 6), so a key is written once and a repeated write is refused.
@@ -81,6 +86,7 @@ class LogPartition final : public DurableObject {
   NamedAlarmOptions alarmOptions();
   Task<nlohmann::json> dispatch(std::string_view method, const nlohmann::json& args);
   Task<nlohmann::json> append(const nlohmann::json& args);
+  nlohmann::json retire();
   Task<void> armRetention();
   Task<void> enforceRetention(const DurableAlarmInfo& info);
   Task<std::string> writeSegment(const LogSegment& segment);
@@ -91,7 +97,8 @@ class LogPartition final : public DurableObject {
   LogPartitionConfig config_;
   DurabilityScheduler scheduler_;
   RoutingLoad routing_;
-  std::unique_ptr<DurabilityLog> log_;
+  bool retired_ = false;
+  std::unique_ptr<DurabilityLog> log_;  // none in an incarnation that starts retired
   std::unique_ptr<DurabilityAlarms> alarms_;
 };
 

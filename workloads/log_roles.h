@@ -1,6 +1,7 @@
 // The roles of the log workload (log_workload.cc wires them) and the state they share in one run:
-// producers (log_producers.cc), consumer groups (log_groups.cc), leased pollers (log_leasers.cc)
-// and the cold lifecycle mirror (log_mirror.cc). The roles draw from the workload's stream (the
+// producers (log_producers.cc), consumer groups (log_groups.cc), leased pollers (log_leasers.cc),
+// the cold lifecycle mirror (log_mirror.cc) and the retirer of a drained partition
+// (log_retirer.cc). The roles draw from the workload's stream (the
 // routing clients from their own) and check the definite answers they get against what the spec
 // requires (LOG-14, LSE-04, LSE-11, LSE-16) in the shared expectations.
 // Names: partitions "p<i>" (objects "LogPartition/p<i>"), producers "P<i>", groups "g<i>", leased
@@ -65,6 +66,8 @@ struct LogRun {
   LogPartitionConfig base;  // drawn per seed; partition noLeases has no leases option
   std::map<std::string, LogPartitionConfig> configs;
   int64_t noLeases = 0;
+  std::optional<int64_t> retiring;  // a partition with leases that is retired once drained, if any
+  bool retired = false;             // ... and it answered `retire`
   int64_t pushTimeoutMs = 0, softBacklogLimit = 0;
   std::unique_ptr<sim::ObjectRuntime> runtime;
   std::unique_ptr<ObjectClient> client;  // calls to the partitions
@@ -135,5 +138,7 @@ Task<void> consumerGroup(LogRun& run, int64_t g);
 Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k);
 // The cold lifecycle mirror (log_mirror.cc).
 Task<void> coldMirror(LogRun& run);
+// The retirer of partition `run.retiring` (log_retirer.cc): runs until it retired it.
+Task<void> partitionRetirer(LogRun& run);
 
 }  // namespace durasim::workloads

@@ -1,12 +1,14 @@
-// The log workload: LogPartition objects driven by world tasks in four roles (log_roles.h) —
-// producers pushing batches through routing, consumer groups reading by cursor, leased pollers, and
-// with cold storage a mirror of the bucket's lifecycle rule. This file draws the per-seed
-// configuration (retention mix, cold or not, maxBatchSize in [5, 20], leases with maxParallelism in
-// [2, 4], leaseMs, sometimes maxAttempts with an onPoison; one partition without leases), states it
+// The log workload: LogPartition objects driven by world tasks in five roles (log_roles.h) —
+// producers pushing batches through routing, consumer groups reading by cursor, leased pollers,
+// with cold storage a mirror of the bucket's lifecycle rule, and in half of the seeds a retirer that
+// removes one drained partition's log. This file draws the per-seed configuration (retention mix,
+// cold or not, maxBatchSize in [5, 20], leases with maxParallelism in [2, 4], leaseMs, sometimes
+// maxAttempts with an onPoison; one partition without leases; the partition to retire), states it
 // in `workload.config`, and wires the phases.
-// Drained: producers done, every group and leased consumer at nextOffset on each partition, no
-// runtime work pending. Checked here: what the workload's own calls must answer (LOG-14, LSE-04,
-// LSE-11, LSE-16); it feeds the LOG, LSE and RTE families, whose checkers observe the trace.
+// Drained: producers done, every group and leased consumer at nextOffset on each partition that
+// still has its log, the partition to retire retired, no runtime work pending. Checked here: what
+// the workload's own calls must answer (LOG-14, LSE-04, LSE-11, LSE-16); it feeds the LOG (with
+// SCH-11 for the log's schema), LSE and RTE families, whose checkers observe the trace.
 #include "workloads/log_workload.h"
 
 #include <map>
@@ -27,6 +29,7 @@ constexpr int64_t kDefaultOpsPerProducer = 30;
 
 constexpr int64_t kPushTimeoutMinMs = 3'000, kPushTimeoutMaxMs = 15'000;
 constexpr int64_t kSoftBacklogMin = 5, kSoftBacklogMax = 60;
+constexpr uint32_t kRetirePpm = 500'000;  // seeds that retire a partition with leases
 
 class LogWorkload final : public Workload {
  public:
@@ -64,6 +67,7 @@ class LogWorkload final : public Workload {
       for (int64_t k = 0; k < run_.pollersPerLeaser(); ++k)
         world.tasks().spawn("log.leaser." + std::to_string(c) + "." + std::to_string(k), leasedPoller(run_, c, k));
     if (run_.base.cold) world.tasks().spawn("log.cold.mirror", coldMirror(run_));
+    if (run_.retiring) world.tasks().spawn("log.retirer", partitionRetirer(run_));
   }
 
   void heal(sim::World&) override {
@@ -71,12 +75,15 @@ class LogWorkload final : public Workload {
     run_.healed = true;
   }
 
-  bool drained() const override { return producersDone() && run_.runtime->pending().empty() && behind().empty(); }
+  bool drained() const override {
+    return producersDone() && retiredAsDrawn() && run_.runtime->pending().empty() && behind().empty();
+  }
 
   std::vector<std::string> pending() const override {
     std::vector<std::string> items = run_.runtime->pending();
     if (!producersDone())
       items.push_back(std::to_string(run_.producers - run_.counts.producersDone) + " producers still running");
+    if (!retiredAsDrawn()) items.push_back(partitionLabel(partitionName(*run_.retiring)) + " not retired yet");
     for (const std::string& item : behind()) items.push_back(item);
     return items;
   }
@@ -98,7 +105,8 @@ class LogWorkload final : public Workload {
             {"incarnations", incarnations},
             {"maxBatchSize", run_.base.maxBatchSize},
             {"cold", run_.base.cold},
-            {"noLeases", partitionName(run_.noLeases)}};
+            {"noLeases", partitionName(run_.noLeases)},
+            {"retired", run_.retired ? nlohmann::json(partitionName(*run_.retiring)) : nlohmann::json()}};
   }
 
  private:
@@ -111,6 +119,7 @@ class LogWorkload final : public Workload {
   }
 
   bool producersDone() const { return run_.counts.producersDone == run_.producers; }
+  bool retiredAsDrawn() const { return !run_.retiring || run_.retired; }
 
   void drawConfig() {
     LogPartitionConfig& base = run_.base;
@@ -139,6 +148,10 @@ class LogWorkload final : public Workload {
     }
     run_.pushTimeoutMs = run_.draw(kPushTimeoutMinMs, kPushTimeoutMaxMs);
     run_.softBacklogLimit = run_.draw(kSoftBacklogMin, kSoftBacklogMax);
+    if (run_.partitions > 1 && run_.chance(kRetirePpm)) {
+      const int64_t i = run_.draw(0, run_.partitions - 2);  // among the partitions with leases
+      run_.retiring = i < run_.noLeases ? i : i + 1;
+    }
     run_.world->emit("workload.config", configJson());
   }
 
@@ -155,12 +168,14 @@ class LogWorkload final : public Workload {
             {"leases", {{"maxParallelism", l.maxParallelism}, {"leaseMs", l.leaseMs}, {"maxAttempts", opt(l.maxAttempts)},
                         {"onPoison", l.onPoison}, {"poisonThrows", l.poisonThrows}}},
             {"noLeases", partitionLabel(partitionName(run_.noLeases))},
+            {"retiring", run_.retiring ? nlohmann::json(partitionLabel(partitionName(*run_.retiring))) : nlohmann::json()},
             {"pushTimeoutMs", run_.pushTimeoutMs},
             {"softBacklogLimit", run_.softBacklogLimit}};
   }
 
   // Consumers not yet at nextOffset, read from the stores once no runtime work is pending (every
-  // commit confirmed, so the stores hold exactly their durable state).
+  // commit confirmed, so the stores hold exactly their durable state). A retired partition has no
+  // log tables and no consumers.
   std::vector<std::string> behind() const {
     std::vector<std::string> items;
     const sim::StoreView& stores = run_.world->stores();
