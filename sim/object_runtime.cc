@@ -1,6 +1,8 @@
 // Objects outside their incarnations (runtime.md 3, 7): lazy construction, ending incarnations,
 // the alarm manager with its retry schedule, per-object timed faults; and the runtime's registry.
-// Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14.
+// Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14; the
+// mutants alarm_fires_early (RT-03), alarm_retry_off_by_one (RT-12) and, with incarnation.cc,
+// memory_survives_reset (RT-19) break them here when the World has them (sim/mutants.h).
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -69,8 +71,15 @@ SimObject::~SimObject() {
 }
 
 Incarnation& SimObject::ensure_live() {
-  if (!live_) live_ = std::make_unique<Incarnation>(*this, next_incarnation_++, factory_);
+  if (!live_) live_ = std::make_unique<Incarnation>(*this, next_incarnation_++, factory_, take_surviving_memory());
   return *live_;
+}
+
+std::unique_ptr<Incarnation> SimObject::take_surviving_memory() {
+  if (retired_.empty() || !retired_.back()->holds_instance()) return nullptr;
+  std::unique_ptr<Incarnation> last = std::move(retired_.back());
+  retired_.pop_back();
+  return last;
 }
 
 void SimObject::end_live(const ResetError& error) {
@@ -125,12 +134,14 @@ void SimObject::schedule_code_update() {
 // fault, not before the delayed time; after an alarm.early fault, at the early time (for a first
 // run only: a fault moves one fire, and an outcome of the occurrence clears it). The faults'
 // times belong to the stored value they were drawn for, so a confirmation that re-derives the
-// manager's time keeps them.
+// manager's time keeps them. Under sim.mutant.alarm_fires_early a first run is due kEarlyFireMs
+// before the stored time (RT-03).
 std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
   if (!stored || stored == lost_alarm_) return std::nullopt;  // alarm.lost: silent until set again
   int64_t at = *stored;
   if (retry_occurrence_ == stored && retry_at_) at = std::max(at, *retry_at_);
   else if (early_ && early_->stored == *stored) at = std::min(at, early_->at);
+  else if (runtime_.world().mutants().alarm_fires_early) at -= kEarlyFireMs;
   if (late_ && late_->stored == *stored) at = std::max(at, late_->at);
   return at;
 }
@@ -260,7 +271,9 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
     retry_occurrence_ = scheduled;
     retry_ = AlarmRetryState{};
   }
-  const RetryDecision decision = on_alarm_failure(retry_, *failure);
+  // sim.mutant.alarm_retry_off_by_one: one counted retry more than runtime.md 7.4 allows (RT-12).
+  const int64_t max_counted_retries = kAlarmMaxCountedRetries + (world.mutants().alarm_retry_off_by_one ? 1 : 0);
+  const RetryDecision decision = on_alarm_failure(retry_, *failure, max_counted_retries);
   if (decision.abandoned) {
     world.emit("alarm.failure", {{"object", label_},
                                  {"scheduled", scheduled},
