@@ -88,7 +88,11 @@ class AlarmsWorkload final : public Workload {
   }
 
  private:
-  static std::string objectName(int64_t i) { return "a" + std::to_string(i); }
+  static std::string objectName(int64_t i) {
+    std::string name = "a";
+    name += std::to_string(i);
+    return name;
+  }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   // Objects that still hold a pending occurrence or a stored alarm (the liveness goal is none).
