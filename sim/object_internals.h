@@ -85,6 +85,7 @@ class SimObject {
  private:
   void arm_manager(std::optional<int64_t> at);
   void manager_fire();
+  void delete_abandoned(int64_t scheduled);
   std::optional<int64_t> desired_fire(std::optional<int64_t> stored) const;
   // sim.mutant.memory_survives_reset: the last incarnation, if a reset ended it with its instance.
   std::unique_ptr<Incarnation> take_surviving_memory();
@@ -108,6 +109,9 @@ class SimObject {
   std::optional<FaultedFire> late_;    // alarm.late: this fire was delayed (and is not delayed again)
   std::optional<FaultedFire> early_;   // alarm.early: the handler runs at `at`, before its time
   std::optional<int64_t> lost_alarm_;  // alarm.lost: this stored time never fires
+  // An occurrence abandoned after its counted retries, while it may still be stored (its delete
+  // lost with a failed commit): it never runs again, and is deleted again (RT-12).
+  std::optional<int64_t> abandoned_;
   bool alarm_running_ = false;
   // Retry state of the occurrence that last failed (runtime.md 7.4).
   std::optional<int64_t> retry_occurrence_;

@@ -190,6 +190,7 @@ void SimObject::manager_consider_earlier(std::optional<int64_t> stored) {
 }
 
 void SimObject::manager_after_confirm(std::optional<int64_t> alarm_after) {
+  if (alarm_after != abandoned_) abandoned_.reset();  // durably deleted or replaced: an ordinary time again
   const std::optional<int64_t> target = desired_fire(alarm_after);
   if (target != manager_at_) arm_manager(target);
 }
@@ -201,6 +202,11 @@ void SimObject::manager_fire() {
   const int64_t now = world.now();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!stored) return;
+  if (stored == abandoned_) {
+    // Its delete was lost (the commit failed): nothing more runs for it, the delete is made again.
+    delete_abandoned(*stored);
+    return;
+  }
   if (early_ && early_->stored != *stored) early_.reset();  // drawn for a time no longer stored
   if (late_ && late_->stored != *stored) late_.reset();
   if (early_ && now >= early_->at && !alarm_running_) {
@@ -235,6 +241,17 @@ void SimObject::manager_fire() {
     return;
   }
   ensure_live().run_alarm(info);
+}
+
+// Deletes the stored alarm only if it still holds the abandoned occurrence (a newer setAlarm
+// survives), as a write of its own.
+void SimObject::delete_abandoned(int64_t scheduled) {
+  World& world = runtime_.world();
+  world.executor().at(world.now(), [this, scheduled] {
+    ensure_live().system_segment([this, scheduled] {
+      if (store_.get_alarm() == scheduled) store_.delete_alarm();
+    });
+  });
 }
 
 void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure) {
@@ -283,12 +300,8 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
     retry_occurrence_.reset();
     retry_at_.reset();
     arm_manager(std::nullopt);
-    // Delete the stored alarm only if it still holds this occurrence (a newer setAlarm survives).
-    world.executor().at(world.now(), [this, scheduled] {
-      ensure_live().system_segment([this, scheduled] {
-        if (store_.get_alarm() == scheduled) store_.delete_alarm();
-      });
-    });
+    abandoned_ = scheduled;
+    delete_abandoned(scheduled);
     return;
   }
   const int64_t jitter = world.random().between(jitter_stream_, 0, decision.max_jitter);
