@@ -115,6 +115,8 @@ nlohmann::json to_json(const MutantResult& r) {
                       {"breaks", r.variant->breaks},
                       {"expected", expected},
                       {"workload", r.variant->workload},
+                      {"faults", r.variant->faults},
+                      {"options", r.variant->options},
                       {"verdict", verdict_name(r.verdict)},
                       {"seeds_run", r.seeds_run},
                       {"caught_by", r.caught_by}};
@@ -130,13 +132,25 @@ nlohmann::json to_json(const MutantResult& r) {
   return j;
 }
 
+// " --opt KEY=VALUE" for each workload option of `v`.
+std::string workload_options(const VariantInfo& v) {
+  std::string text;
+  for (const auto& [key, value] : v.options.items()) {
+    text += " --opt ";
+    text += key;
+    text += '=';
+    text += value.dump();
+  }
+  return text;
+}
+
 void print_list(std::ostream& out) {
   for (const VariantInfo& v : variant_registry()) {
     out << v.name << "  [" << v.origin << "]  expected " << joined(v.expected) << "\n    breaks: " << v.breaks << "\n";
     if (v.workload.empty())
       out << "    not reachable yet: " << v.why_unreachable << "\n";
     else
-      out << "    exercised by: --workload " << v.workload << " --faults " << v.faults << "\n";
+      out << "    exercised by: --workload " << v.workload << " --faults " << v.faults << workload_options(v) << "\n";
   }
 }
 

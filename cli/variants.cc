@@ -34,6 +34,13 @@ VariantInfo mutant(std::string_view name, std::string_view breaks, std::string_v
   return info;
 }
 
+// A variant its workload reaches only under `faults`, or with the workload `options` that exercise it.
+VariantInfo exercised_with(VariantInfo info, std::string_view faults, nlohmann::json options) {
+  info.faults = faults;
+  info.options = std::move(options);
+  return info;
+}
+
 VariantInfo unreachable(VariantInfo info, std::string_view why) {
   info.workload = "";
   info.why_unreachable = why;
@@ -66,14 +73,24 @@ std::vector<VariantInfo> make_registry() {
       mutant(m::kUnrecordedChoice, "every random choice is recorded in the choice log", "RT-23", "runtime", true),
       mutant(m::kClockStepBack, "simulated time never moves backwards", "RT-02", "runtime"),
       mutant(m::kAlarmFiresEarly, "an alarm handler never runs before its stored time", "RT-03", "runtime"),
-      mutant(m::kKeepOpenTxnOnReset, "a reset discards the open implicit transaction", "RT-06", "runtime"),
+      // Only an incarnation that aborts with writes in its segment has an open transaction at its reset.
+      exercised_with(mutant(m::kKeepOpenTxnOnReset, "a reset discards the open implicit transaction", "RT-06", "runtime"),
+                     "recoverable", {{"aborts", true}}),
       mutant(m::kConfirmOutOfOrder, "commits confirm in order; a decision keeps a prefix", "RT-07", "runtime"),
-      mutant(m::kZombieStorageWrite, "a replaced incarnation's writes never reach storage", "RT-08", "runtime"),
+      // Replaced incarnations that run on (object.zombie) exist only under the arbitrary profile;
+      // late writes give their frames something to write after the reset.
+      exercised_with(mutant(m::kZombieStorageWrite, "a replaced incarnation's writes never reach storage", "RT-08", "runtime"),
+                     "arbitrary", {{"late_writes", true}}),
       mutant(m::kUncountedFault, "every injected fault is recorded and counted", "RT-09", "runtime"),
       mutant(m::kOutputGateBypass, "no reply leaves before the writes before it are confirmed", "RT-10", "runtime"),
-      mutant(m::kInputGateLeak, "no event starts inside a blockConcurrencyWhile section", "RT-11", "runtime"),
-      mutant(m::kAlarmRetryOffByOne, "a failing alarm is retried exactly the documented number of times", "RT-12", "runtime"),
-      mutant(m::kMemorySurvivesReset, "a new incarnation starts with fresh memory", "RT-19", "runtime"),
+      exercised_with(mutant(m::kInputGateLeak, "no event starts inside a blockConcurrencyWhile section", "RT-11", "runtime"),
+                     "recoverable", {{"sections", true}}),
+      // Seven counted failures of one occurrence take an alarm whose handler always throws.
+      exercised_with(mutant(m::kAlarmRetryOffByOne, "a failing alarm is retried exactly the documented number of times", "RT-12",
+                            "runtime"),
+                     "recoverable", {{"failing_alarms", true}}),
+      exercised_with(mutant(m::kMemorySurvivesReset, "a new incarnation starts with fresh memory", "RT-19", "runtime"),
+                     "recoverable", {{"canary", true}}),
       mutant(m::kStatementErrorResets, "an ordinary statement error does not reset the object", "RT-26", "runtime"),
   };
 }

@@ -50,6 +50,7 @@ FaultPlan::FaultPlan(sim::World& world, ProfileKind kind) : world_(world), kind_
   for (const FaultSpec& spec : fault_atlas()) counts_[slot(spec.kind)] = draw_fault(spec, profile);
   rpc_ = draw_latency(profile, kRpcLatencyMinMs, kRpcLatencyMeanMs);
   cold_ = draw_latency(profile, kColdLatencyMinMs, kColdLatencyMeanMs);
+  if (world_.mutants().uncounted_fault) untraced_ = sim::FaultKind::cold_lifecycle_lag;
 }
 
 FaultCount FaultPlan::draw_fault(const FaultSpec& spec, sim::StreamId profile) {
@@ -101,6 +102,7 @@ void FaultPlan::record_firing(FaultCount& count, const sim::FaultSite& site, con
     throw std::logic_error("details of fault " + std::string(sim::fault_name(count.kind)) +
                            " must be a JSON object, got " + details.dump());
   ++count.firings;
+  if (untraced_ == count.kind) return;
   world_.emit(kFaultEvent, {{"fault", sim::fault_name(count.kind)},
                             {"object", site.object},
                             {"incarnation", site.incarnation},

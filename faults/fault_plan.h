@@ -1,6 +1,7 @@
 // The fault plan of one run: the swarm profile drawn per seed from the atlas (runtime.md 11.3), the
 // injector the simulator asks at every opportunity, heal (11.4) and accounting (11.5). Keeps RT-09
-// (one "fault" event per firing, counts equal events) and RT-01/RT-23 (every draw a recorded choice).
+// (one "fault" event per firing, counts equal events), which sim.mutant.uncounted_fault breaks for
+// cold.lifecycle_lag, and RT-01/RT-23 (every draw a recorded choice).
 #pragma once
 
 #include <array>
@@ -98,6 +99,8 @@ class FaultPlan final : public sim::FaultInjector {
   LatencyParams cold_;
   std::array<std::optional<sim::StreamId>, sim::kFaultKindCount> streams_{};  // created on first use
   std::optional<sim::StreamId> confirm_base_stream_;
+  // sim.mutant.uncounted_fault: the fault counted on firing but never traced (RT-09).
+  std::optional<sim::FaultKind> untraced_;
 };
 
 }  // namespace durasim::faults

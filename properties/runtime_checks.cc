@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/runtime_events.h"
 #include "sim/fault_points.h"
 
 namespace durasim::properties {
@@ -30,6 +31,7 @@ const char* id_for(const std::string& ev) {
   if (ev == "rpc.fail") return "RT-16";
   if (ev == "cold.call") return "RT-22";
   if (ev == "fault") return "RT-09";
+  if (ev == runtime_events::kCanary) return "RT-19";
   if (ev == "phase") return "RT-24";
   return "RT-19";
 }
@@ -59,6 +61,7 @@ void RuntimeChecks::record(const nlohmann::json& event) {
     else if (ev == "cold.call") on_cold_call(event, t);
     else if (ev == "fault") on_fault(event);
     else if (ev == "phase") on_phase(event, t);
+    else if (ev == runtime_events::kCanary) on_canary(event);
 
     // RT-19: every event tagged with an object's incarnation (the start and end are checked above).
     if (ev != "incarnation.start" && ev != "incarnation.end") {
@@ -197,7 +200,7 @@ void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
   const uint64_t required = e.at("required").get<uint64_t>();
   const uint64_t confirmed = e.at("confirmed").get<uint64_t>();
   const std::string kind = e.at("kind").get<std::string>();
-  const ObjectState& o = object(label);
+  ObjectState& o = object(label);
   IncarnationState& inc = incarnation(label, number);
   const std::string what = kind + " effect #" + str(produced) + " of " + who(label, number);
   if (dropped) {
@@ -216,6 +219,7 @@ void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
   tallies_.check("RT-18", o.poisoned != number, [&] { return what + " left after a critical error broke the gate"; });
   inc.released.insert(produced);
   inc.last_released = std::max(inc.last_released, produced);
+  if (kind == "reply") ++o.replies_released;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,8 +355,18 @@ void RuntimeChecks::on_rpc_deliver(const nlohmann::json& e) {
 
 void RuntimeChecks::on_rpc_reply(const nlohmann::json& e) {
   const uint64_t call = e.at("call").get<uint64_t>();
-  if (!e.at("ok").get<bool>()) return;
   const auto found = calls_.find(call);
+  // RT-10: the callee's answer left through its output gate, which released one reply more (each
+  // release is checked and counted at its "effect" event; one that never happened is a violation).
+  if (found != calls_.end()) {
+    ObjectState& callee = object(found->second.to);
+    if (++callee.replies_received > callee.replies_released)
+      tallies_.check("RT-10", false, [&] {
+        return "call " + str(call) + " received a reply from " + found->second.to + ", whose output gate released " +
+               str(callee.replies_released) + " replies for " + str(callee.replies_received) + " received";
+      });
+  }
+  if (!e.at("ok").get<bool>()) return;
   const bool dead = found != calls_.end() && stubs_[found->second.stub].failed;
   tallies_.check("RT-15", !dead, [&] {
     return "call " + str(call) + " replied successfully on stub " + str(found->second.stub) + " after a call on it failed";
@@ -404,6 +418,16 @@ void RuntimeChecks::on_fault(const nlohmann::json& e) {
   else if (fault == "object.zombie") incarnation(object_label, e.value("incarnation", int64_t{0})).zombie = true;
   else if (fault == "storage.critical") object(object_label).poisoned = e.value("incarnation", int64_t{0});
   else if (fault == "alarm.lost") object(object_label).alarm_lost = true;
+}
+
+// RT-19: the memory reporting the canary was set up by the incarnation now running.
+void RuntimeChecks::on_canary(const nlohmann::json& e) {
+  const std::string label = e.at("object").get<std::string>();
+  const int64_t number = e.at("incarnation").get<int64_t>();
+  const int64_t born = e.at(runtime_events::kBorn).get<int64_t>();
+  tallies_.check("RT-19", born == number, [&] {
+    return who(label, number) + " runs on memory set up by incarnation " + str(born);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

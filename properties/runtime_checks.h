@@ -11,7 +11,9 @@
 //          object start one at a time, in increasing order)
 //   RT-09  the "fault" events per fault id equal the fault plan's firings (report_faults)
 //   RT-10  output gate: an effect leaves only once the commit it waited for is confirmed, in
-//          production order, never after it was dropped or its incarnation ended
+//          production order, never after it was dropped or its incarnation ended; and no caller
+//          receives more replies from an object than its output gate released (a reply that reached
+//          its caller around the gate is a violation, counted on its own since no release was checked)
 //   RT-18  after a storage.critical fault, its incarnation commits nothing and no effect of it leaves
 //   RT-12  the alarm retry schedule of runtime.md 7.4, replayed per (object, scheduled) occurrence
 //   RT-14  at the check phase no object stores an alarm whose time (or announced retry) passed more
@@ -23,7 +25,9 @@
 //   RT-16  a call lost before delivery was not delivered, one whose reply was lost was delivered once,
 //          no call is delivered twice (exempt after an rpc.duplicate_delivery fault on the callee)
 //   RT-19  no event of an incarnation after its end, except the effects dropped by the end itself
-//          (exempt within kShutdownGraceMs for an incarnation an object.zombie fault kept running)
+//          (exempt within kShutdownGraceMs for an incarnation an object.zombie fault kept running);
+//          an object's canary (runtime_events::kCanary, reported by workloads that set one up) was
+//          set up by the incarnation reading it
 //   RT-22  accepted writes to one cold-store key at least kColdWriteIntervalMs apart
 // Only IDs actually checked in a run are added to its tallies.
 #pragma once
@@ -102,6 +106,9 @@ class RuntimeChecks final : public sim::TraceSink {
     int64_t duplicate_deliveries = 0;
     // RT-18: the incarnation a storage.critical fault poisoned (nothing of it commits or leaves after)
     std::optional<int64_t> poisoned;
+    // RT-10: replies its output gate released, and replies its callers received.
+    uint64_t replies_released = 0;
+    uint64_t replies_received = 0;
   };
 
   struct IncarnationState {
@@ -143,6 +150,7 @@ class RuntimeChecks final : public sim::TraceSink {
   void on_rpc_fail(const nlohmann::json& e);
   void on_cold_call(const nlohmann::json& e, int64_t t);
   void on_fault(const nlohmann::json& e);
+  void on_canary(const nlohmann::json& e);
   void on_phase(const nlohmann::json& e, int64_t t);
   // RT-14 and RT-24 at the check phase, `idle` when the executor had nothing left to run.
   void check_liveness(int64_t t, bool idle);

@@ -30,12 +30,14 @@ struct RetryDecision {
   int64_t max_jitter = 0;  // jitter is uniform in [0, max_jitter]
 };
 
-inline RetryDecision on_alarm_failure(AlarmRetryState& state, AlarmFailure failure) {
+// `max_counted_retries` is kAlarmMaxCountedRetries but under sim.mutant.alarm_retry_off_by_one (RT-12).
+inline RetryDecision on_alarm_failure(AlarmRetryState& state, AlarmFailure failure,
+                                      int64_t max_counted_retries = kAlarmMaxCountedRetries) {
   if (failure == AlarmFailure::counted) {
     if (state.last_uncounted) state.exponent = 0;
     state.counted += 1;
     state.last_uncounted = false;
-    if (state.counted > kAlarmMaxCountedRetries) return RetryDecision{true, 0, 0};
+    if (state.counted > max_counted_retries) return RetryDecision{true, 0, 0};
   } else {
     state.last_uncounted = true;
   }

@@ -83,15 +83,24 @@ void Executor::enforce_limits(const Callback& next) {
                        std::to_string(instant_) + "); the next event: " + describe(next));
 }
 
+std::size_t Executor::choose_ready() {
+  if (ready_.size() == 1) return 0;
+  // sim.mutant.unrecorded_choice: the same draw, missing from the choice log (RT-23).
+  if (mutants_.unrecorded_choice) return random_.below_unrecorded(order_stream_, ready_.size());
+  return random_.below(order_stream_, ready_.size());
+}
+
 bool Executor::run_one(SimTime horizon) {
   gather_due();
+  bool jumped = false;
   while (ready_.empty()) {
     while (!heap_.empty() && !callbacks_.count(heap_.top().id)) heap_.pop();
     if (heap_.empty() || heap_.top().when > horizon) return false;
     clock_.advance_to(heap_.top().when);
+    jumped = true;
     gather_due();
   }
-  const std::size_t pick = ready_.size() == 1 ? 0 : random_.below(order_stream_, ready_.size());
+  const std::size_t pick = choose_ready();
   const TimerId id = ready_[pick];
   ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(pick));
   auto node = callbacks_.extract(id);
@@ -99,6 +108,8 @@ bool Executor::run_one(SimTime horizon) {
   enforce_limits(node.mapped());
   ++events_run_;
   node.mapped()();
+  // sim.mutant.clock_step_back: events still due at the new time run 1 ms in its past (RT-02).
+  if (jumped && mutants_.clock_step_back && ++idle_jumps_ % kStepBackEveryIdleJumps == 0) clock_.step_back(1);
   return true;
 }
 

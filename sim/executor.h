@@ -2,7 +2,9 @@
 // (time, insertion sequence); the clock jumps to the next due time when nothing is runnable, so idle
 // time costs nothing. Events due at the current time form the ready set, and which of them runs next
 // is a recorded choice (stream "executor.order") whenever there is more than one: different seeds
-// explore different interleavings and a trace pins the one taken.
+// explore different interleavings and a trace pins the one taken. Keeps RT-02 (the clock never moves
+// back) and its share of RT-23 (the tie-break is recorded), which the mutants clock_step_back and
+// unrecorded_choice break (sim/mutants.h).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/mutants.h"
 #include "sim/random.h"
 
 namespace durasim::sim {
@@ -29,6 +32,8 @@ class SimClock {
   SimTime now() const { return now_; }
   // REQUIRES: t >= now().
   void advance_to(SimTime t);
+  // sim.mutant.clock_step_back only: the clock moves back `ms`, breaking RT-02 on purpose.
+  void step_back(SimTime ms) { now_ -= ms; }
 
  private:
   SimTime now_;
@@ -70,6 +75,10 @@ class Executor {
   // event) when running it would exceed the limits.
   bool run_one(SimTime horizon = INT64_MAX);
   void set_limits(EventLimits limits) { limits_ = limits; }
+  // The World's mutants; the executor acts on unrecorded_choice and clock_step_back.
+  void set_mutants(const ActiveMutants& mutants) { mutants_ = mutants; }
+  // clock_step_back: the clock moves back after every this many idle jumps.
+  static constexpr uint64_t kStepBackEveryIdleJumps = 4;
 
   bool idle() const { return callbacks_.empty(); }
   std::size_t pending() const { return callbacks_.size(); }
@@ -85,6 +94,8 @@ class Executor {
     bool operator>(const Entry& other) const { return when != other.when ? when > other.when : id > other.id; }
   };
   void gather_due();
+  // The index in ready_ of the event to run next: a recorded choice among several.
+  std::size_t choose_ready();
   // REQUIRES: `next` is the callback about to run. Throws RunawayError past a limit.
   void enforce_limits(const Callback& next);
 
@@ -99,6 +110,8 @@ class Executor {
   EventLimits limits_;
   SimTime instant_ = -1;         // the time of the last event run
   uint64_t events_at_instant_ = 0;
+  ActiveMutants mutants_;
+  uint64_t idle_jumps_ = 0;      // counted under clock_step_back only
 };
 
 }  // namespace durasim::sim

@@ -1,8 +1,13 @@
 // One incarnation of a simulated object: its segments and implicit transactions (runtime.md 4.2),
 // confirmation and commit failures (4.5), the input and output gates (5), idleness (6.1), the end of
-// the incarnation (6.2), incoming calls and alarm runs. Keeps RT-05..08, RT-10, RT-11, RT-19.
+// the incarnation (6.2), incoming calls and alarm runs. Keeps RT-05..08, RT-10, RT-11, RT-19, which
+// the mutants wall_clock_leak (RT-01), keep_open_txn_on_reset, confirm_out_of_order,
+// zombie_storage_write, output_gate_bypass, input_gate_leak and memory_survives_reset break here
+// when the World has them (sim/mutants.h).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "sim/async_event.h"
 #include "sim/object_internals.h"
@@ -14,11 +19,18 @@ constexpr int64_t kClockOffsetMaxMs = 500;  // runtime.md 11.2 clock.incarnation
 
 std::string reset_message_for_storage(const std::string& error) { return "broken.outputGateBroken; " + error; }
 
+// sim.mutant.wall_clock_leak: 0, 1 or 2 ms from the host's wall clock, which no seed decides (RT-01).
+int64_t host_clock_ms_mod3() {
+  return static_cast<int64_t>(std::chrono::system_clock::now().time_since_epoch().count() % 3);
+}
+
 }  // namespace
 
-Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory)
+Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory,
+                         std::unique_ptr<Incarnation> predecessor)
     : object_(object),
       number_(number),
+      predecessor_(std::move(predecessor)),
       group_(object.runtime().world().executor(), this),
       storage_(*this),
       random_(object.runtime().world().random(), object.runtime().world().random().stream("object.random")) {
@@ -30,9 +42,39 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
     return nlohmann::json{{"offset", clock_offset_}};
   });
   idle_stream_ = world.random().stream("object.idle");
-  context_ = std::make_unique<ObjectContext>(ObjectContext{
-      {object.class_name(), object.name()},
-      number,
+  bind_context();
+  world.emit("incarnation.start", {{"object", object.label()}, {"incarnation", number}});
+  // RT-17: a new incarnation opens exactly the durable state the last durability decision chose.
+  SqliteStore& store = object.store();
+  runtime.self_checks().check("RT-17", store.live_is_durable(), [&] {
+    return object.label() + " incarnation " + std::to_string(number) + " does not open the durable state";
+  });
+  in_segment_ = true;
+  try {
+    // A new instance, its constructor the first segment (RT-19) -- but under
+    // sim.mutant.memory_survives_reset the reset predecessor's instance, memory and all.
+    if (predecessor_) instance_ = std::move(predecessor_->instance_);
+    else instance_ = factory(*context_);
+  } catch (const std::exception& e) {
+    log("error", "runtime.constructor.failed", {{"error", e.what()}});
+    doom(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"});
+  }
+  in_segment_ = false;
+  constructing_ = false;
+  commit_segment();
+  if (doomed_) doom(*doomed_);  // the constructor failed: end now, not at a segment that never runs
+  update_idle();
+}
+
+Incarnation::~Incarnation() {
+  // end() has already destroyed the frames; this only releases memory.
+}
+
+ObjectContext Incarnation::make_context() {
+  ObjectRuntime& runtime = object_.runtime();
+  return ObjectContext{
+      {object_.class_name(), object_.name()},
+      number_,
       storage_,
       *this,
       *this,
@@ -49,30 +91,24 @@ Incarnation::Incarnation(SimObject& object, int64_t number, const ObjectFactory&
       },
       [&runtime](std::string_view site) { return runtime.buggify() ? runtime.buggify()(site) : false; },
       runtime.options().variants,
-      *this});
-  world.emit("incarnation.start", {{"object", object.label()}, {"incarnation", number}});
-  // RT-17: a new incarnation opens exactly the durable state the last durability decision chose.
-  SqliteStore& store = object.store();
-  runtime.self_checks().check("RT-17", store.live_is_durable(), [&] {
-    return object.label() + " incarnation " + std::to_string(number) + " does not open the durable state";
-  });
-  in_segment_ = true;
-  try {
-    instance_ = factory(*context_);
-  } catch (const std::exception& e) {
-    log("error", "runtime.constructor.failed", {{"error", e.what()}});
-    doom(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"});
-  }
-  in_segment_ = false;
-  constructing_ = false;
-  commit_segment();
-  if (doomed_) doom(*doomed_);  // the constructor failed: end now, not at a segment that never runs
-  update_idle();
+      *this};
 }
 
-Incarnation::~Incarnation() {
-  // end() has already destroyed the frames; this only releases memory.
+// An adopted instance (sim.mutant.memory_survives_reset) holds a reference to its predecessor's
+// context: that object is rebuilt in place for this incarnation (same address and type, so the
+// reference now names the new one), and the predecessor stays allocated behind it, so whatever the
+// instance kept of the old context refers to an ended incarnation, never to freed memory.
+void Incarnation::bind_context() {
+  if (!predecessor_) {
+    context_ = std::make_unique<ObjectContext>(make_context());
+    return;
+  }
+  context_ = std::move(predecessor_->context_);
+  std::destroy_at(context_.get());
+  std::construct_at(context_.get(), make_context());
 }
+
+bool Incarnation::holds_instance() const { return instance_ != nullptr; }
 
 // ---------------------------------------------------------------------------------------------
 // Segments and the input gate
@@ -80,7 +116,13 @@ Incarnation::~Incarnation() {
 bool Incarnation::admits(const TaskScope& scope) const {
   if (zombie_) return true;  // a zombie's frames run on until its grace period ends
   if (doomed_) return std::find(rescued_.begin(), rescued_.end(), scope.id()) != rescued_.end();
-  return sections_.empty() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
+  return !section_holds_gate() || std::find(sections_.begin(), sections_.end(), &scope) != sections_.end();
+}
+
+// An open blockConcurrencyWhile section holds the input gate (RT-11) -- not under
+// sim.mutant.input_gate_leak, whose sections let every event in.
+bool Incarnation::section_holds_gate() const {
+  return !sections_.empty() && !object_.runtime().world().mutants().input_gate_leak;
 }
 
 // RT-11: segments of one object never overlap, and while a blockConcurrencyWhile section is open
@@ -96,7 +138,12 @@ void Incarnation::segment_begin(TaskScope& scope) {
 
 void Incarnation::segment_end(TaskScope&) {
   in_segment_ = false;
-  if (zombie_) return;  // a zombie cannot write: nothing to commit, no faults to offer
+  if (zombie_) {
+    // A zombie cannot write: nothing to commit, no faults to offer -- unless its storage calls go
+    // through (sim.mutant.zombie_storage_write).
+    if (object_.runtime().world().mutants().zombie_storage_write) commit_zombie_writes();
+    return;
+  }
   commit_segment();
   // object.reset: every segment end is a suspension point (or a completion) of the object.
   if (!doomed_ && object_.runtime().faults().fires(FaultKind::object_reset, site("suspend")))
@@ -130,7 +177,9 @@ uint64_t Incarnation::watermark() const {
 void Incarnation::commit_segment() {
   SqliteStore& store = object_.store();
   if (!store.in_transaction()) return;
-  if (doomed_) {
+  // A reset discards the open implicit transaction (RT-06); sim.mutant.keep_open_txn_on_reset
+  // commits it like any other.
+  if (doomed_ && !object_.runtime().world().mutants().keep_open_txn_on_reset) {
     store.rollback_open();
     return;
   }
@@ -168,22 +217,53 @@ void Incarnation::commit_segment() {
     settle_waiters();
     return;
   }
-  object_.manager_consider_earlier(alarm);
-  object_.last_local = commit->number;
-  PendingCommit pending;
-  pending.number = commit->number;
-  pending.alarm_after = alarm;
-  pending.after_commit = std::move(storage_.open_after_commit_);
+  std::vector<std::function<void()>> hooks = std::move(storage_.open_after_commit_);
   storage_.open_after_commit_.clear();
-  pending_.emplace(commit->number, std::move(pending));
+  await_confirmation(*commit, alarm, std::move(hooks), number_);
+}
+
+void Incarnation::await_confirmation(const LocalCommit& commit, std::optional<int64_t> alarm,
+                                     std::vector<std::function<void()>> after_commit, int64_t writer) {
+  object_.manager_consider_earlier(alarm);
+  object_.last_local = commit.number;
+  PendingCommit pending;
+  pending.number = commit.number;
+  pending.alarm_after = alarm;
+  pending.after_commit = std::move(after_commit);
+  pending_.emplace(commit.number, std::move(pending));
+  emit_commit(commit, alarm, writer);
+  schedule_confirmation(commit);
+}
+
+void Incarnation::emit_commit(const LocalCommit& commit, std::optional<int64_t> alarm, int64_t writer) {
   char changes[17];
-  std::snprintf(changes, sizeof changes, "%016llx", static_cast<unsigned long long>(commit->changes_hash));
+  std::snprintf(changes, sizeof changes, "%016llx", static_cast<unsigned long long>(commit.changes_hash));
   object_.runtime().world().emit("commit", {{"object", object_.label()},
-                                            {"incarnation", number_},
-                                            {"commit", commit->number},
+                                            {"incarnation", writer},
+                                            {"commit", commit.number},
                                             {"changes", changes},
                                             {"alarm", alarm ? nlohmann::json(*alarm) : nlohmann::json()}});
-  schedule_confirmation(*commit);
+}
+
+// sim.mutant.zombie_storage_write: what a zombie's segment wrote commits as its own (RT-08),
+// awaiting confirmation among the live incarnation's commits, or durable at once when none is live
+// (every earlier commit was then settled by the last durability decision).
+void Incarnation::commit_zombie_writes() {
+  SqliteStore& store = object_.store();
+  const std::optional<int64_t> alarm = store.get_alarm();
+  const std::optional<LocalCommit> commit = store.commit_local();
+  storage_.open_after_commit_.clear();
+  if (!commit) return;
+  if (Incarnation* live = object_.live()) {
+    live->await_confirmation(*commit, alarm, {}, number_);
+    return;
+  }
+  object_.manager_consider_earlier(alarm);
+  emit_commit(*commit, alarm, number_);
+  store.confirm(commit->number);
+  object_.last_local = object_.last_confirmed = commit->number;
+  object_.runtime().world().emit("confirm", {{"object", object_.label()}, {"incarnation", number_}, {"commit", commit->number}});
+  object_.manager_after_confirm(alarm);
 }
 
 void Incarnation::schedule_confirmation(const LocalCommit& commit) {
@@ -192,6 +272,7 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
   RandomSource& random = world.random();
   const StreamId stream = random.stream("storage.latency");
   int64_t latency = faults.latency(LatencyKind::confirm);
+  if (world.mutants().wall_clock_leak) latency += host_clock_ms_mod3();
   bool gate_timeout = false;
   if (faults.fires(FaultKind::storage_gate_timeout, site("confirm"), [&] {
         latency = random.between(stream, kGateTimeoutMs + 1, 2 * kGateTimeoutMs);
@@ -205,8 +286,11 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
       return nlohmann::json{{"tail", tail}};
     });
   }
-  const int64_t confirm_at = std::max(object_.last_confirm_at, world.now() + latency);
-  object_.last_confirm_at = confirm_at;
+  // c_k = max(c_{k-1}, commit time + latency_k): commits confirm in order (RT-07). Under
+  // sim.mutant.confirm_out_of_order each confirms when its own latency is over.
+  const int64_t confirm_at = world.mutants().confirm_out_of_order ? world.now() + latency
+                                                                  : std::max(object_.last_confirm_at, world.now() + latency);
+  object_.last_confirm_at = std::max(object_.last_confirm_at, confirm_at);
   PendingCommit& pending = pending_.at(commit.number);
   pending.confirm_at = confirm_at;
   pending.gate_timeout = gate_timeout;
@@ -227,20 +311,30 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
   }
 }
 
+// The pending commit to confirm now, if any: the first one, once its time has come. Under
+// sim.mutant.confirm_out_of_order, the first one whose own time has come.
+std::map<uint64_t, PendingCommit>::iterator Incarnation::next_confirmation() {
+  const int64_t now = object_.runtime().world().now();
+  const auto due = [now](const auto& entry) { return entry.second.confirm_at <= now; };
+  if (object_.runtime().world().mutants().confirm_out_of_order) return std::find_if(pending_.begin(), pending_.end(), due);
+  return pending_.empty() || !due(*pending_.begin()) ? pending_.end() : pending_.begin();
+}
+
 // Confirms, in commit order, every pending commit whose confirmation time has come (several may
 // fall due at the same instant; the executor may run their events in any order).
 void Incarnation::confirm_due() {
-  while (alive_ && !doomed_ && !pending_.empty() && pending_.begin()->second.confirm_at <= object_.runtime().world().now()) {
-    const uint64_t number = pending_.begin()->first;
-    pending_.begin()->second.timer = kNoTimer;
+  for (auto next = next_confirmation(); alive_ && !doomed_ && next != pending_.end(); next = next_confirmation()) {
+    const uint64_t number = next->first;
+    next->second.timer = kNoTimer;
     if (object_.runtime().faults().fires(FaultKind::storage_commit_uncertain, site("confirm"))) {
       fail_commit(StorageCommitError::Outcome::uncertain);
       return;
     }
-    object_.store().confirm(number);
-    object_.last_confirmed = number;
-    PendingCommit done = std::move(pending_.begin()->second);
-    pending_.erase(pending_.begin());
+    if (object_.runtime().world().mutants().confirm_out_of_order) object_.store().confirm_overtaking(number);
+    else object_.store().confirm(number);
+    object_.last_confirmed = std::max(object_.last_confirmed, number);
+    PendingCommit done = std::move(next->second);
+    pending_.erase(next);
     object_.runtime().world().emit("confirm", {{"object", object_.label()}, {"incarnation", number_}, {"commit", number}});
     if (pending_.empty()) object_.manager_after_confirm(done.alarm_after);
     if (!done.after_commit.empty()) {
@@ -373,6 +467,7 @@ void Incarnation::doom(const ResetError& error) {
 
 void Incarnation::end(const ResetError& error, bool zombie) {
   World& world = object_.runtime().world();
+  const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
   alive_ = false;
   zombie_ = zombie;
   cancel_timers();
@@ -385,9 +480,12 @@ void Incarnation::end(const ResetError& error, bool zombie) {
   const auto unconfirmed = static_cast<int64_t>(pending_.size());
   if (unconfirmed > 0) {
     const int64_t kept = world.random().between(world.random().stream("storage.durability"), 0, unconfirmed);
-    store.decide(static_cast<std::size_t>(kept));
+    // Commits an overtaking confirmation already made durable (sim.mutant.confirm_out_of_order) are
+    // no longer the store's to decide.
+    const int64_t already_durable = unconfirmed - static_cast<int64_t>(store.unconfirmed().size());
+    store.decide(static_cast<std::size_t>(std::max<int64_t>(0, kept - already_durable)));
     auto it = pending_.begin();
-    for (int64_t i = 0; i < kept; ++i, ++it) object_.last_confirmed = it->first;
+    for (int64_t i = 0; i < kept; ++i, ++it) object_.last_confirmed = std::max(object_.last_confirmed, it->first);
     world.emit("durability", {{"object", object_.label()}, {"incarnation", number_}, {"kept", kept}, {"unconfirmed", unconfirmed}});
   } else {
     store.decide(0);
@@ -395,7 +493,6 @@ void Incarnation::end(const ResetError& error, bool zombie) {
   pending_.clear();
   object_.last_local = object_.last_confirmed;  // vanished commits are no one's watermark any more
   break_gate();
-  const bool reset = error.cause != EndCause::hibernate && error.cause != EndCause::evict;
   RpcError::Flags flags;
   flags.durableObjectReset = true;
   flags.overloaded = error.overloaded;
@@ -414,7 +511,9 @@ void Incarnation::end(const ResetError& error, bool zombie) {
     alarm_info_.reset();
     object_.alarm_outcome(scheduled, counted ? AlarmFailure::counted : AlarmFailure::uncounted);
   }
-  if (!zombie) instance_.reset();  // its destructor may not touch storage: every call now throws
+  // Its memory goes with it (RT-19); its destructor may not touch storage: every call now throws.
+  // Under sim.mutant.memory_survives_reset a reset keeps the instance for the next incarnation.
+  if (!zombie && !(reset && world.mutants().memory_survives_reset)) instance_.reset();
   object_.manager_after_confirm(store.get_alarm());
 }
 
@@ -469,7 +568,7 @@ void Incarnation::deliver_call(std::string method, nlohmann::json args, std::sha
   auto start = [this, method = std::move(method), args = std::move(args), reply] {
     group_.spawn_now("call." + method, run_call(method, args, reply));
   };
-  if (!sections_.empty()) {
+  if (section_holds_gate()) {
     gated_.push_back(std::move(start));
     return;
   }
@@ -486,15 +585,15 @@ Task<void> Incarnation::run_call(std::string method, nlohmann::json args, std::s
     flags.remote = true;
     error = std::make_exception_ptr(RpcError(RpcError::Kind::remote, flags, e.what()));
   }
-  hold(
-      "reply",
-      [this, reply, result, error] {
-        std::erase(incoming_, reply);
-        end_external_wait();
-        if (error) reply->set_error(error);
-        else reply->set_value(*result);
-      },
-      [] {});
+  auto send = [this, reply, result, error] {
+    std::erase(incoming_, reply);
+    end_external_wait();
+    if (error) reply->set_error(error);
+    else reply->set_value(*result);
+  };
+  // The reply is an outbound effect (RT-10); sim.mutant.output_gate_bypass sends it at once.
+  if (object_.runtime().world().mutants().output_gate_bypass) send();
+  else hold("reply", std::move(send), [] {});
 }
 
 void Incarnation::run_alarm(AlarmInvocationInfo info) {
@@ -521,7 +620,7 @@ void Incarnation::run_alarm(AlarmInvocationInfo info) {
     live->doom(ResetError{EndCause::alarm_limit, "Alarm exceeded its allowed execution time", true});
   });
   auto start = [this, info] { group_.spawn_now("alarm", run_alarm_handler(info)); };
-  if (!sections_.empty()) {
+  if (section_holds_gate()) {
     gated_.push_back(std::move(start));
     return;
   }

@@ -1,6 +1,7 @@
 // The storage facade of an incarnation (runtime.md 4, 7.1): liveness and poison checks, injected
 // statement and critical errors, savepoints for transactionSync with their hooks, the alarm view
-// inside a running handler, and durability waits. Keeps RT-06, RT-08, RT-17, RT-18, RT-26.
+// inside a running handler, and durability waits. Keeps RT-06, RT-08, RT-17, RT-18, RT-26; the
+// mutants zombie_storage_write (RT-08) and statement_error_resets (RT-26) break two of them here.
 #include <cctype>
 
 #include "sim/object_internals.h"
@@ -24,6 +25,9 @@ constexpr const char* kInjectedStatementError = "SQL query failed: Network conne
 }  // namespace
 
 void IncarnationStorage::check_usable() {
+  // RT-08: an ended incarnation's storage calls throw -- but sim.mutant.zombie_storage_write lets a
+  // zombie's through.
+  if (owner_.zombie() && !owner_.poison && owner_.object().runtime().world().mutants().zombie_storage_write) return;
   if (!owner_.alive()) throw ObjectResetError("Durable Object reset because its code was updated.");
   if (owner_.poison) throw *owner_.poison;
   if (owner_.doomed_) throw ObjectResetError(owner_.doomed_->message);
@@ -69,8 +73,14 @@ SqlCursor IncarnationStorage::execValues(std::string_view sql, std::vector<SqlVa
   }
 }
 
-// RT-26: a statement error is local: the open transaction stays open and the object is not reset.
+// RT-26: a statement error is local: the open transaction stays open and the object is not reset
+// -- unless sim.mutant.statement_error_resets dooms the incarnation as for a critical error.
 void IncarnationStorage::statement_error(const SqlError& error) {
+  if (owner_.object().runtime().world().mutants().statement_error_resets) {
+    std::string message = "broken.outputGateBroken; ";
+    message += error.what();
+    owner_.doom(ResetError{EndCause::storage, std::move(message)});
+  }
   const bool was_open = open_before_statement_;
   owner_.object().runtime().self_checks().check("RT-26", !owner_.doomed_ && owner_.object().store().in_transaction() == was_open, [&] {
     return owner_.object().label() + ": statement error '" + error.what() + "' ended the transaction or the incarnation";

@@ -27,6 +27,7 @@ inline constexpr int64_t kEvictIdleMaxMs = 140'000;            // runtime.md 1
 inline constexpr int64_t kGateTimeoutMs = 30'000;              // runtime.md 1
 inline constexpr int64_t kBlockConcurrencyTimeoutMs = 30'000;  // runtime.md 1
 inline constexpr int64_t kShutdownGraceMs = 30'000;            // runtime.md 1: a zombie's grace period
+inline constexpr int64_t kEarlyFireMs = 1'000;                 // sim.mutant.alarm_fires_early (sim/mutants.h)
 
 // Why an incarnation ended; decides the callers' error message and the alarm failure class.
 enum class EndCause { hibernate, evict, injected, abort, code_update, storage, gate_timeout, bcw_timeout, bcw_throw, alarm_limit };
@@ -84,7 +85,10 @@ class SimObject {
  private:
   void arm_manager(std::optional<int64_t> at);
   void manager_fire();
+  void delete_abandoned(int64_t scheduled);
   std::optional<int64_t> desired_fire(std::optional<int64_t> stored) const;
+  // sim.mutant.memory_survives_reset: the last incarnation, if a reset ended it with its instance.
+  std::unique_ptr<Incarnation> take_surviving_memory();
 
   ObjectRuntime& runtime_;
   std::string class_name_, name_, label_;
@@ -105,6 +109,9 @@ class SimObject {
   std::optional<FaultedFire> late_;    // alarm.late: this fire was delayed (and is not delayed again)
   std::optional<FaultedFire> early_;   // alarm.early: the handler runs at `at`, before its time
   std::optional<int64_t> lost_alarm_;  // alarm.lost: this stored time never fires
+  // An occurrence abandoned after its counted retries, while it may still be stored (its delete
+  // lost with a failed commit): it never runs again, and is deleted again (RT-12).
+  std::optional<int64_t> abandoned_;
   bool alarm_running_ = false;
   // Retry state of the occurrence that last failed (runtime.md 7.4).
   std::optional<int64_t> retry_occurrence_;
@@ -150,7 +157,10 @@ class IncarnationStorage final : public ObjectStorage, public StorageTxn {
 
 class Incarnation final : public SegmentHooks, public ObjectServices, public Clock, public Random, public Logger {
  public:
-  Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory);
+  // `predecessor`: under sim.mutant.memory_survives_reset, the reset incarnation whose instance this
+  // one adopts instead of constructing its own; it stays allocated as long as this one.
+  Incarnation(SimObject& object, int64_t number, const ObjectFactory& factory,
+              std::unique_ptr<Incarnation> predecessor = nullptr);
   ~Incarnation() override;
 
   int64_t number() const { return number_; }
@@ -166,6 +176,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
 
   // SegmentHooks: the input gate and the implicit transaction per segment.
   bool admits(const TaskScope& scope) const override;
+  bool section_holds_gate() const;
   void segment_begin(TaskScope& scope) override;
   void segment_end(TaskScope& scope) override;
 
@@ -207,6 +218,8 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   // Called by SimObject::end_live: tear down without resuming anything.
   void end(const ResetError& error, bool zombie = false);
   bool zombie() const { return zombie_; }
+  // Whether it still holds its instance after its end (sim.mutant.memory_survives_reset).
+  bool holds_instance() const;
   // The run is over: destroy frames and the instance without recording anything.
   void shutdown();
 
@@ -215,8 +228,17 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
 
  private:
   friend class IncarnationStorage;
+  ObjectContext make_context();
+  void bind_context();
   void commit_segment();
+  // Registers local commit `commit`, written by incarnation `writer` (this one, but for a zombie's
+  // commit under sim.mutant.zombie_storage_write), as awaiting confirmation here.
+  void await_confirmation(const LocalCommit& commit, std::optional<int64_t> alarm,
+                          std::vector<std::function<void()>> after_commit, int64_t writer);
+  void emit_commit(const LocalCommit& commit, std::optional<int64_t> alarm, int64_t writer);
+  void commit_zombie_writes();
   void schedule_confirmation(const LocalCommit& commit);
+  std::map<uint64_t, PendingCommit>::iterator next_confirmation();
   void confirm_due();
   void fail_commit(StorageCommitError::Outcome outcome);
   void release_effects();
@@ -249,6 +271,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   bool constructing_ = true;
   bool in_segment_ = false;
   std::optional<ResetError> doomed_;
+  std::unique_ptr<Incarnation> predecessor_;  // destroyed after the instance it handed over
   TaskGroup group_;
   IncarnationStorage storage_;
   std::unique_ptr<ObjectContext> context_;

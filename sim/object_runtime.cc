@@ -1,6 +1,8 @@
 // Objects outside their incarnations (runtime.md 3, 7): lazy construction, ending incarnations,
 // the alarm manager with its retry schedule, per-object timed faults; and the runtime's registry.
-// Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14.
+// Keeps RT-03 (a handler never starts before its stored time), RT-04, RT-12, RT-13, RT-14; the
+// mutants alarm_fires_early (RT-03), alarm_retry_off_by_one (RT-12) and, with incarnation.cc,
+// memory_survives_reset (RT-19) break them here when the World has them (sim/mutants.h).
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -69,8 +71,15 @@ SimObject::~SimObject() {
 }
 
 Incarnation& SimObject::ensure_live() {
-  if (!live_) live_ = std::make_unique<Incarnation>(*this, next_incarnation_++, factory_);
+  if (!live_) live_ = std::make_unique<Incarnation>(*this, next_incarnation_++, factory_, take_surviving_memory());
   return *live_;
+}
+
+std::unique_ptr<Incarnation> SimObject::take_surviving_memory() {
+  if (retired_.empty() || !retired_.back()->holds_instance()) return nullptr;
+  std::unique_ptr<Incarnation> last = std::move(retired_.back());
+  retired_.pop_back();
+  return last;
 }
 
 void SimObject::end_live(const ResetError& error) {
@@ -125,12 +134,14 @@ void SimObject::schedule_code_update() {
 // fault, not before the delayed time; after an alarm.early fault, at the early time (for a first
 // run only: a fault moves one fire, and an outcome of the occurrence clears it). The faults'
 // times belong to the stored value they were drawn for, so a confirmation that re-derives the
-// manager's time keeps them.
+// manager's time keeps them. Under sim.mutant.alarm_fires_early a first run is due kEarlyFireMs
+// before the stored time (RT-03).
 std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
   if (!stored || stored == lost_alarm_) return std::nullopt;  // alarm.lost: silent until set again
   int64_t at = *stored;
   if (retry_occurrence_ == stored && retry_at_) at = std::max(at, *retry_at_);
   else if (early_ && early_->stored == *stored) at = std::min(at, early_->at);
+  else if (runtime_.world().mutants().alarm_fires_early) at -= kEarlyFireMs;
   if (late_ && late_->stored == *stored) at = std::max(at, late_->at);
   return at;
 }
@@ -179,6 +190,7 @@ void SimObject::manager_consider_earlier(std::optional<int64_t> stored) {
 }
 
 void SimObject::manager_after_confirm(std::optional<int64_t> alarm_after) {
+  if (alarm_after != abandoned_) abandoned_.reset();  // durably deleted or replaced: an ordinary time again
   const std::optional<int64_t> target = desired_fire(alarm_after);
   if (target != manager_at_) arm_manager(target);
 }
@@ -190,6 +202,11 @@ void SimObject::manager_fire() {
   const int64_t now = world.now();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!stored) return;
+  if (stored == abandoned_) {
+    // Its delete was lost (the commit failed): nothing more runs for it, the delete is made again.
+    delete_abandoned(*stored);
+    return;
+  }
   if (early_ && early_->stored != *stored) early_.reset();  // drawn for a time no longer stored
   if (late_ && late_->stored != *stored) late_.reset();
   if (early_ && now >= early_->at && !alarm_running_) {
@@ -226,6 +243,17 @@ void SimObject::manager_fire() {
   ensure_live().run_alarm(info);
 }
 
+// Deletes the stored alarm only if it still holds the abandoned occurrence (a newer setAlarm
+// survives), as a write of its own.
+void SimObject::delete_abandoned(int64_t scheduled) {
+  World& world = runtime_.world();
+  world.executor().at(world.now(), [this, scheduled] {
+    ensure_live().system_segment([this, scheduled] {
+      if (store_.get_alarm() == scheduled) store_.delete_alarm();
+    });
+  });
+}
+
 void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure) {
   alarm_running_ = false;
   early_.reset();  // the fire the faults moved has happened
@@ -260,7 +288,9 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
     retry_occurrence_ = scheduled;
     retry_ = AlarmRetryState{};
   }
-  const RetryDecision decision = on_alarm_failure(retry_, *failure);
+  // sim.mutant.alarm_retry_off_by_one: one counted retry more than runtime.md 7.4 allows (RT-12).
+  const int64_t max_counted_retries = kAlarmMaxCountedRetries + (world.mutants().alarm_retry_off_by_one ? 1 : 0);
+  const RetryDecision decision = on_alarm_failure(retry_, *failure, max_counted_retries);
   if (decision.abandoned) {
     world.emit("alarm.failure", {{"object", label_},
                                  {"scheduled", scheduled},
@@ -270,12 +300,8 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
     retry_occurrence_.reset();
     retry_at_.reset();
     arm_manager(std::nullopt);
-    // Delete the stored alarm only if it still holds this occurrence (a newer setAlarm survives).
-    world.executor().at(world.now(), [this, scheduled] {
-      ensure_live().system_segment([this, scheduled] {
-        if (store_.get_alarm() == scheduled) store_.delete_alarm();
-      });
-    });
+    abandoned_ = scheduled;
+    delete_abandoned(scheduled);
     return;
   }
   const int64_t jitter = world.random().between(jitter_stream_, 0, decision.max_jitter);

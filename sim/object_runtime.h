@@ -3,7 +3,8 @@
 // object with implicit transactions and in-order confirmation, input and output gates, hibernation,
 // eviction and resets, the per-object alarm with its retry schedule, RPC stubs with E-order and
 // their failure modes, and R2-like cold buckets. Faults are asked of a FaultInjector at each point.
-// Invariants kept here: RT-03..08, RT-10..16, RT-19, RT-25 (checked over the trace in properties/).
+// Invariants kept here: RT-03..08, RT-10..16, RT-19, RT-25 (checked over the trace in properties/),
+// except those the World's simulator mutants break on purpose (sim/mutants.h).
 #pragma once
 
 #include <map>

@@ -66,6 +66,12 @@ uint64_t RandomSource::below(StreamId stream, uint64_t bound) {
 }
 
 uint64_t RandomSource::sample(uint32_t stream, uint64_t bound) {
+  const uint64_t value = generate(stream, bound);
+  log_.choices.push_back(Choice{stream, bound, value});
+  return value;
+}
+
+uint64_t RandomSource::generate(uint32_t stream, uint64_t bound) {
   Xoshiro256& gen = generators_[stream];
   uint64_t value = gen.next();
   if (bound != 0) {
@@ -74,8 +80,12 @@ uint64_t RandomSource::sample(uint32_t stream, uint64_t bound) {
     while (value > limit) value = gen.next();
     value %= bound;
   }
-  log_.choices.push_back(Choice{stream, bound, value});
   return value;
+}
+
+uint64_t RandomSource::below_unrecorded(StreamId stream, uint64_t bound) {
+  if (bound == 1 || replay_) return 0;
+  return generate(stream.index, bound);
 }
 
 uint64_t RandomSource::replay_next(uint32_t stream, uint64_t bound) {

@@ -2,7 +2,8 @@
 // (splitmix64(seed ^ fnv1a64(name)) seeding a xoshiro256** generator), so extra draws in one stream
 // never shift another. Every draw is a recorded choice: in recording mode it is appended to the
 // ChoiceLog; in replay mode it is read back from a log, the seed withheld (RT-23), and a request
-// that does not match the recorded one (other stream or bound) marks the replay as diverged.
+// that does not match the recorded one (other stream or bound) marks the replay as diverged. The
+// one unrecorded draw, below_unrecorded, exists for sim.mutant.unrecorded_choice.
 // Sampling is integer-only: rejection sampling for ranges, parts per million for probabilities, a
 // fixed quantile table for exponential latencies.
 #pragma once
@@ -64,6 +65,9 @@ class RandomSource {
   int64_t exponential(StreamId stream, int64_t mean);
   // Any 64-bit value.
   uint64_t bits(StreamId stream) { return below(stream, 0); }
+  // sim.mutant.unrecorded_choice only (sim/mutants.h): as below(), but the choice log does not record
+  // the draw. A replaying source has no generator to draw from (the seed is withheld) and returns 0.
+  uint64_t below_unrecorded(StreamId stream, uint64_t bound);
 
   bool replaying() const { return replay_; }
   const ChoiceLog& log() const { return log_; }
@@ -74,6 +78,7 @@ class RandomSource {
  private:
   RandomSource(uint64_t seed, bool replay) : seed_(seed), replay_(replay) {}
   uint64_t sample(uint32_t stream, uint64_t bound);
+  uint64_t generate(uint32_t stream, uint64_t bound);  // the next value of the stream, unrecorded
   uint64_t replay_next(uint32_t stream, uint64_t bound);
 
   uint64_t seed_;

@@ -674,6 +674,10 @@ void SqliteStore::confirm(uint64_t number) {
   durable_view_.reset();
 }
 
+void SqliteStore::confirm_overtaking(uint64_t number) {
+  while (!unconfirmed_.empty() && unconfirmed_.front().number <= number) confirm(unconfirmed_.front().number);
+}
+
 std::vector<uint64_t> SqliteStore::unconfirmed() const {
   std::vector<uint64_t> numbers;
   for (const PendingCommit& commit : unconfirmed_) numbers.push_back(commit.number);

@@ -32,7 +32,8 @@ struct LocalCommit {
 // durable image holds the confirmed commits only, so it is always a prefix of the local commits
 // (RT-07) holding every confirmed one (RT-05). Each unconfirmed commit keeps the page delta it wrote;
 // confirming or keeping it replays exactly those bytes on the durable image, and rolled-back writes
-// never reach a delta (RT-06). Time, executor and faults belong to the object host that drives it.
+// never reach a delta (RT-06); only confirm_overtaking, for sim.mutant.confirm_out_of_order, makes
+// commits durable before they are confirmed. Time, executor and faults belong to the object host.
 // One thread at a time; SQL reads the clock and randomness of the store's SqlEnvironment.
 class SqliteStore {
  public:
@@ -78,6 +79,10 @@ class SqliteStore {
   // ---- Durability
   // REQUIRES: `number` is the first unconfirmed commit (commits confirm in order).
   void confirm(uint64_t number);
+  // sim.mutant.confirm_out_of_order only: `number` confirms ahead of earlier unconfirmed commits. A
+  // page delta replays only on the image it was made from, so every unconfirmed commit up to
+  // `number` becomes durable with it; a number no longer unconfirmed changes nothing.
+  void confirm_overtaking(uint64_t number);
   // The number the next local commit will get (numbers never repeat, even after a decide()).
   uint64_t next_commit_number() const { return last_number_ + 1; }
   std::vector<uint64_t> unconfirmed() const;

@@ -25,6 +25,12 @@ void World::emit(std::string_view type, nlohmann::json fields) {
                            "' event drew a choice or scheduled an event; observers only read (DESIGN.md, Checking)");
 }
 
+void World::set_variants(std::set<std::string> variants) {
+  variants_ = std::move(variants);
+  mutants_ = ActiveMutants::of(variants_);
+  executor_.set_mutants(mutants_);
+}
+
 SleepAwaiter World::sleep_for(SimTime ms) {
   if (ms < 0) throw std::invalid_argument("sleepFor requires ms >= 0, got " + std::to_string(ms));
   return SleepAwaiter(executor_, clock_.now() + ms);

@@ -14,6 +14,7 @@
 
 #include "engine/runtime.h"
 #include "sim/executor.h"
+#include "sim/mutants.h"
 #include "sim/random.h"
 #include "sim/store_view.h"
 #include "sim/tally.h"
@@ -46,10 +47,11 @@ class World {
 
   // The run's research variants (hazards.md, runtime.md 12): engine flags, which every object runtime
   // of this World hands to its ObjectContexts, and simulator mutants (sim/mutants.h), which the parts
-  // of sim/ read here. Set before the workload is set up; none by default.
-  void set_variants(std::set<std::string> variants) { variants_ = std::move(variants); }
+  // of sim/ read here, as flags, from mutants(). Set before the workload is set up; none by default.
+  void set_variants(std::set<std::string> variants);
   const std::set<std::string>& variants() const { return variants_; }
   bool has_variant(std::string_view name) const { return variants_.count(std::string(name)) > 0; }
+  const ActiveMutants& mutants() const { return mutants_; }
 
   // The observation surface's read-only window onto the object stores of this World.
   StoreView& stores() { return stores_; }
@@ -79,6 +81,7 @@ class World {
   StoreView stores_;
   Tallies self_checks_;
   std::set<std::string> variants_;
+  ActiveMutants mutants_;
   TaskGroup tasks_;
 };
 

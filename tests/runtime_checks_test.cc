@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/seed_run.h"
+#include "engine/runtime_events.h"
 #include "properties/runtime_checks.h"
 
 namespace durasim::properties {
@@ -191,6 +192,14 @@ TEST(RuntimeChecks, Rt10OutputGate) {
   EXPECT_VIOLATES(run("RT-10", {start(0, 1), effect(1, 1, 2, 0, 0), effect(1, 1, 1, 0, 0)}), "released after effect #2");
   EXPECT_VIOLATES(run("RT-10", {start(0, 1), effect(1, 1, 1, 0, 0, true), effect(2, 1, 1, 0, 0)}), "released after it was dropped");
   EXPECT_VIOLATES(run("RT-10", {start(0, 1), end(1, 1), effect(2, 1, 1, 0, 0)}), "after the incarnation ended");
+  // Every reply a caller receives left its callee through the output gate (a released reply effect).
+  EXPECT_PASSES(run("RT-10", {start(0, 1), rpc_call(1, 2, 1), rpc_deliver(2, 2, 1), effect(3, 1, 1, 0, 0), rpc_reply(5, 2),
+                              rpc_call(6, 4, 3), rpc_deliver(7, 4, 3), effect(8, 1, 2, 0, 0), rpc_reply(9, 4, false)}));
+  EXPECT_VIOLATES(run("RT-10", {start(0, 1), rpc_call(1, 2, 1), rpc_deliver(2, 2, 1), rpc_reply(5, 2)}),
+                  "call 2 received a reply from Counter/c0, whose output gate released 0 replies for 1 received");
+  EXPECT_VIOLATES(run("RT-10", {start(0, 1), rpc_call(1, 2, 1), rpc_call(1, 4, 3), rpc_deliver(2, 2, 1), rpc_deliver(2, 4, 3),
+                                effect(3, 1, 1, 0, 0), rpc_reply(5, 2), rpc_reply(5, 4)}),
+                  "released 1 replies for 2 received");
 }
 
 TEST(RuntimeChecks, Rt12RetrySchedule) {
@@ -300,6 +309,13 @@ TEST(RuntimeChecks, Rt19NothingOutlivesItsIncarnation) {
   // object.zombie (arbitrary profile): the old incarnation runs on for up to 30,000 ms.
   EXPECT_EQ(run("RT-19", {start(0, 1), fault(1, "object.zombie"), end(2, 1), fault(500, "workload.handler_throw")}).violated, 0u);
   EXPECT_GT(run("RT-19", {start(0, 1), fault(1, "object.zombie"), end(2, 1), fault(40'000, "workload.handler_throw")}).violated, 0u);
+  // A canary: the memory an incarnation runs on was set up by that incarnation.
+  const auto canary = [](int64_t t, int64_t inc, int64_t born) {
+    return json{{"ev", runtime_events::kCanary}, {"t", t}, {"object", kObj}, {"incarnation", inc}, {runtime_events::kBorn, born}};
+  };
+  EXPECT_PASSES(run("RT-19", {start(0, 1), canary(1, 1, 1), end(2, 1), start(3, 2), canary(4, 2, 2)}));
+  EXPECT_VIOLATES(run("RT-19", {start(0, 1), canary(1, 1, 1), end(2, 1), start(3, 2), canary(4, 2, 1)}),
+                  "Counter/c0 incarnation 2 runs on memory set up by incarnation 1");
 }
 
 TEST(RuntimeChecks, Rt22ColdWriteRate) {

@@ -21,6 +21,7 @@ struct FoundSeed {
   const char* faults;
   uint64_t seed;
   const char* found;  // what the sweep saw before the fix
+  nlohmann::json options = nlohmann::json::object();  // the workload's
 };
 
 const std::vector<FoundSeed>& found_seeds() {
@@ -39,6 +40,8 @@ const std::vector<FoundSeed>& found_seeds() {
       {"alarms", "arbitrary", 391, "ALM-13: a cancel made durable by a reset's decision, its caller told of the reset"},
       {"alarms", "recoverable", 7642, "SCH-05: two reconciles of one commit, the checker kept only one"},
       {"log", "arbitrary", 854, "LOG-12: retention by age judged on every record while incarnation clocks were skewed"},
+      {"runtime", "recoverable", 4, "RT-12: an abandoned alarm ran again after the commit of its delete failed",
+       {{"failing_alarms", true}}},
   };
   return seeds;
 }
@@ -48,6 +51,7 @@ TEST(SweepRegressions, SeedsLargerSweepsFoundNowPass) {
     workloads::RunConfig config;
     config.workload = found.workload;
     config.faults = found.faults;
+    config.options = found.options;
     const SeedOutcome outcome = run_seed(config, found.seed);
     EXPECT_TRUE(outcome.passed()) << found.workload << " seed " << found.seed << " under " << found.faults << " (found: " << found.found
                                   << "): " << outcome.failure();

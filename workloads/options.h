@@ -21,6 +21,14 @@ inline int64_t positive_option(const nlohmann::json& options, const std::string&
   return value.get<int64_t>();
 }
 
+// options[key] as a boolean, false when absent; std::invalid_argument otherwise.
+inline bool flag_option(const nlohmann::json& options, const std::string& workload, const char* key) {
+  if (!options.contains(key)) return false;
+  const nlohmann::json& value = options.at(key);
+  if (!value.is_boolean()) throw std::invalid_argument(workload + " workload option '" + key + "' must be true or false");
+  return value.get<bool>();
+}
+
 // Rejects any option key not in `known`, so a mistyped option is an error rather than ignored.
 inline void reject_unknown_options(const nlohmann::json& options, const std::string& workload,
                                    std::initializer_list<const char*> known) {

@@ -1,14 +1,17 @@
-// The runtime workload: `Counter` objects that write idempotently, set alarms, call each other and
-// archive to the cold store, driven by clients that retry uncertain outcomes with the same operation
-// id (workloads/client.h). Its checks are the counters that must add up across every crash (RT-05,
-// RT-06, RT-16), every acknowledged archive present in the cold store (RT-20); the runtime's own
-// checks (RT-14, RT-24 among them) come from properties/runtime_checks.h like every workload's.
+// The runtime workload: `Counter` objects (workloads/counter_app.h) that write idempotently, set
+// alarms, call each other and archive to the cold store, driven by clients that retry uncertain
+// outcomes with the same operation id (workloads/client.h). Its checks are the counters that must add
+// up across every crash (RT-05, RT-06, RT-16), every acknowledged archive present in the cold store
+// (RT-20); the runtime's own checks (RT-14, RT-24 among them) come from properties/runtime_checks.h
+// like every workload's. Options switch on the Counter's probes (CounterProbes), each off by default:
+// sections, aborts (whose rows must never be stored: RT-06), failing_alarms, canary, late_writes.
 #include "workloads/runtime_workload.h"
 
 #include <map>
 
 #include "sim/object_runtime.h"
 #include "workloads/client.h"
+#include "workloads/counter_app.h"
 #include "workloads/options.h"
 
 namespace durasim::workloads {
@@ -21,105 +24,11 @@ constexpr int64_t kMaxThinkMs = 2'000;
 constexpr int64_t kMaxAlarmDelayMs = 30'000;
 constexpr int64_t kRetryBackoffMs = 500;
 constexpr Backoff kClientBackoff{kRetryBackoffMs, 20 * kRetryBackoffMs};  // clients: 500 ms more per uncertain attempt
-constexpr int64_t kRelayAttempts = 3;
-constexpr int64_t kHangMinMs = 60'000, kHangMaxMs = 1'800'000;  // runtime.md 11.2 workload.handler_hang
-constexpr const char* kClass = "Counter";
-constexpr const char* kBucket = "archive";
+constexpr const char* kClass = Counter::kClass;
+constexpr const char* kBucket = Counter::kBucket;
 constexpr int64_t kArchiveExpiryDays = 1;  // longer than any run: archives stay, their lifecycle lag is drawn
 
-// The application object. Every mutation is keyed by an operation id, applied at most once.
-class Counter final : public DurableObject {
- public:
-  Counter(ObjectContext& ctx, sim::FaultInjector& faults) : ctx_(ctx), faults_(faults) {
-    ctx_.storage.exec("CREATE TABLE IF NOT EXISTS ops (id TEXT PRIMARY KEY, key TEXT NOT NULL, amount INTEGER NOT NULL)");
-    ctx_.storage.exec("CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
-    ctx_.storage.exec("CREATE TABLE IF NOT EXISTS fires (scheduled INTEGER PRIMARY KEY, runs INTEGER NOT NULL)");
-  }
-
-  bool hasAlarmHandler() const override { return true; }
-
-  Task<nlohmann::json> call(std::string_view method, const nlohmann::json& args) override {
-    co_await maybe_misbehave("call");
-    if (method == "add") co_return apply(args.at("op").get<std::string>(), args.at("key").get<std::string>(), args.at("amount").get<int64_t>());
-    if (method == "arm") co_return arm(args.at("op").get<std::string>(), args.at("delay").get<int64_t>());
-    if (method == "relay") co_return co_await relay(args);
-    if (method == "archive") {
-      Task<nlohmann::json> archiving = archive(args.at("op").get<std::string>());
-      co_return co_await archiving;
-    }
-    throw std::invalid_argument("unknown method " + std::string(method));
-  }
-
-  Task<void> alarm(const AlarmInvocationInfo& info) override {
-    co_await maybe_misbehave("alarm");
-    ctx_.storage.exec("INSERT INTO fires (scheduled, runs) VALUES (?, 1) ON CONFLICT(scheduled) DO UPDATE SET runs = runs + 1",
-                      info.scheduledTime);
-  }
-
- private:
-  // workload.handler_throw / workload.handler_hang (runtime.md 11.2).
-  Task<void> maybe_misbehave(const char* point) {
-    const sim::FaultSite site{ctx_.id.first + "/" + ctx_.id.second, ctx_.incarnation, point};
-    if (faults_.fires(sim::FaultKind::workload_handler_throw, site)) throw std::runtime_error("injected handler failure");
-    int64_t hang = 0;
-    if (faults_.fires(sim::FaultKind::workload_handler_hang, site, [&] {
-          hang = kHangMinMs + static_cast<int64_t>(ctx_.random.random() * static_cast<double>(kHangMaxMs - kHangMinMs));
-          return nlohmann::json{{"ms", hang}};
-        }))
-      co_await ctx_.clock.sleepFor(hang);
-  }
-
-  nlohmann::json apply(const std::string& op, const std::string& key, int64_t amount) {
-    return ctx_.storage.transactionSync([&](StorageTxn& txn) {
-      const SqlCursor inserted = txn.exec("INSERT OR IGNORE INTO ops (id, key, amount) VALUES (?, ?, ?)", op, key, amount);
-      if (inserted.rowsWritten() > 0)
-        txn.exec("INSERT INTO counters (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
-                 key, amount);
-      SqlCursor total = txn.exec("SELECT value FROM counters WHERE key = ?", key);
-      return nlohmann::json{{"applied", inserted.rowsWritten() > 0}, {"total", total.one().int64("value")}};
-    });
-  }
-
-  nlohmann::json arm(const std::string& op, int64_t delay) {
-    apply(op, "arms", 1);
-    ctx_.storage.setAlarm(std::max<int64_t>(ctx_.clock.now() + delay, 1));
-    return {{"armed", true}};
-  }
-
-  // Adds to another Counter through a stub, retrying lost connections with the same operation id.
-  Task<nlohmann::json> relay(const nlohmann::json& args) {
-    const std::string op = args.at("op").get<std::string>();
-    nlohmann::json forwarded = {{"op", op + "/relay"}, {"key", "relayed"}, {"amount", args.at("amount")}};
-    for (int64_t attempt = 1;; ++attempt) {
-      try {
-        Stub stub = ctx_.objects(kClass).get(args.at("to").get<std::string>());
-        Task<nlohmann::json> calling = stub.call("add", forwarded);
-        nlohmann::json reply = co_await calling;
-        apply(op, "relays", 1);
-        co_return reply;
-      } catch (const RpcError& e) {
-        if (e.overloaded() || attempt >= kRelayAttempts) throw;
-      }
-      co_await ctx_.clock.sleepFor(kRetryBackoffMs * attempt);
-    }
-  }
-
-  // Archives the counters under a create-only key; a retry that finds the key holds the same body.
-  Task<nlohmann::json> archive(std::string op) {
-    const std::string key = ctx_.id.second + "/" + op;
-    ColdPutOptions create_only;
-    create_only.etagDoesNotMatch = "*";
-    Task<std::optional<ColdObject>> putting = ctx_.bucket(kBucket).put(key, op, create_only);
-    co_await putting;
-    apply(op, "archives", 1);
-    co_return nlohmann::json{{"key", key}};
-  }
-
-  ObjectContext& ctx_;
-  sim::FaultInjector& faults_;
-};
-
-enum class Op : uint64_t { add, arm, relay, archive, kCount };
+enum class Op { add, arm, relay, archive, exclusive, abort };
 
 struct Ledger {
   std::map<std::string, std::string> acked;   // op id -> object name, for operations acknowledged
@@ -131,7 +40,8 @@ struct Ledger {
 class RuntimeWorkload final : public Workload {
  public:
   explicit RuntimeWorkload(const nlohmann::json& options) {
-    reject_unknown_options(options, "runtime", {"objects", "clients", "ops", "storage_dir"});
+    reject_unknown_options(options, "runtime",
+                           {"objects", "clients", "ops", "storage_dir", "sections", "aborts", "failing_alarms", "canary", "late_writes"});
     if (options.contains("storage_dir")) {
       if (!options.at("storage_dir").is_string() || options.at("storage_dir").get<std::string>().empty())
         throw std::invalid_argument("runtime workload option 'storage_dir' must be a directory path");
@@ -140,6 +50,13 @@ class RuntimeWorkload final : public Workload {
     objects_ = positive_option(options, "runtime", "objects", kDefaultObjects);
     clients_ = positive_option(options, "runtime", "clients", kDefaultClients);
     ops_ = positive_option(options, "runtime", "ops", kDefaultOpsPerClient);
+    probes_.sections = flag_option(options, "runtime", "sections");
+    probes_.aborts = flag_option(options, "runtime", "aborts");
+    probes_.failing_alarms = flag_option(options, "runtime", "failing_alarms");
+    probes_.canary = flag_option(options, "runtime", "canary");
+    probes_.late_writes = flag_option(options, "runtime", "late_writes");
+    if (probes_.sections) menu_.push_back(Op::exclusive);
+    if (probes_.aborts) menu_.push_back(Op::abort);
   }
 
   void setup(sim::World& world, faults::FaultPlan& faults) override {
@@ -151,7 +68,8 @@ class RuntimeWorkload final : public Workload {
     options.storage_dir = storage_dir_;
     runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults, options);
     sim::FaultInjector* injector = &faults;
-    runtime_->define_class(kClass, [injector](ObjectContext& ctx) { return std::make_unique<Counter>(ctx, *injector); });
+    const CounterProbes probes = probes_;
+    runtime_->define_class(kClass, [injector, probes](ObjectContext& ctx) { return std::make_unique<Counter>(ctx, *injector, probes); });
     client_ = std::make_unique<ObjectClient>(world, runtime_->client(kClass), kPlainCallStyle);
   }
 
@@ -188,7 +106,11 @@ class RuntimeWorkload final : public Workload {
   }
 
  private:
-  static std::string object_name(int64_t i) { return "c" + std::to_string(i); }
+  static std::string object_name(int64_t i) {
+    std::string name = "c";
+    name += std::to_string(i);
+    return name;
+  }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   // RT-21: expired objects went no earlier than due and no later than due + the maximum lag; every
@@ -251,6 +173,19 @@ class RuntimeWorkload final : public Workload {
       if (relay_targets_.at(op) != name) continue;
       tallies.check("RT-05", applied.count(op + "/relay") > 0, [&] { return "acknowledged relay " + op + " missing on " + name; });
     }
+    if (probes_.aborts) check_aborted(object, tallies);
+  }
+
+  // RT-06: an `abort` call's row was written in the segment that reset the incarnation, so its
+  // transaction was discarded and no durable state holds it.
+  void check_aborted(const std::string& object, sim::Tallies& tallies) {
+    const sim::StoreView& stores = world_->stores();
+    if (stores.durable(object, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'aborted'").one().int64("n") == 0) return;
+    const std::vector<SqlRow> rows = stores.durable(object, "SELECT op FROM aborted").toVector();
+    tallies.check("RT-06", rows.empty(), [&] {
+      return object + " stores " + std::to_string(rows.size()) + " rows of aborted calls (the first of " + rows.front().text("op") +
+             "), written in segments their resets discarded";
+    });
   }
 
   // One client: random operations on random objects; uncertain outcomes retried with the same id.
@@ -261,7 +196,7 @@ class RuntimeWorkload final : public Workload {
       const std::string target = object_name(draw(0, objects_ - 1));
       nlohmann::json args = {{"op", op}};
       std::string method;
-      switch (static_cast<Op>(draw(0, static_cast<int64_t>(Op::kCount) - 1))) {
+      switch (menu_[static_cast<std::size_t>(draw(0, static_cast<int64_t>(menu_.size()) - 1))]) {
         case Op::add:
           method = "add";
           args["key"] = "k" + std::to_string(draw(0, 2));
@@ -270,6 +205,7 @@ class RuntimeWorkload final : public Workload {
         case Op::arm:
           method = "arm";
           args["delay"] = draw(0, kMaxAlarmDelayMs);
+          if (probes_.failing_alarms) args["fails"] = draw(0, 1) == 1;
           break;
         case Op::relay:
           method = "relay";
@@ -280,8 +216,15 @@ class RuntimeWorkload final : public Workload {
         case Op::archive:
           method = "archive";
           break;
-        case Op::kCount:
+        case Op::exclusive:
+          method = "exclusive";
           break;
+        case Op::abort: {
+          // It always resets its incarnation: asked once, never retried.
+          Task<Reply> aborting = client_->call(target, "abort", args);
+          co_await aborting;
+          continue;
+        }
       }
       Task<void> performing = perform(target, method, args, op);
       co_await performing;
@@ -309,6 +252,8 @@ class RuntimeWorkload final : public Workload {
   std::unique_ptr<sim::ObjectRuntime> runtime_;
   std::unique_ptr<ObjectClient> client_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0;
+  CounterProbes probes_;
+  std::vector<Op> menu_ = {Op::add, Op::arm, Op::relay, Op::archive};  // what clients draw from
   std::optional<std::string> storage_dir_;  // file-backed object stores (option storage_dir)
   int64_t clients_done_ = 0;
   Ledger ledger_;
