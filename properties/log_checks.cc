@@ -38,8 +38,8 @@ LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(
 }
 
 void LogChecks::observe(const std::string& name, const json& e) {
+  coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
-  if (name == "cold.call") return onColdCall(e);
   if (name == log_events::kAppProduce || name == log_events::kAppConsume) return onApp(name, e);
   if (name == log_events::kAppLogRetired) return onRetired(e);
   if (!mine(e)) return;
@@ -65,30 +65,7 @@ std::string LogChecks::invariant_for(const std::string& ev) const {
 }
 
 void LogChecks::onFault(const json& e) {
-  const std::string fault = text(e, "fault");
-  if (fault == "cold.vanish") {
-    const std::string site = text(e, "object");  // "bucket/key"
-    const std::size_t slash = site.find('/');
-    vanished_.insert(slash == std::string::npos ? site : site.substr(slash + 1));
-  }
-  if (fault == "cold.lifecycle_lag") pendingLag_ = e.at("details").at("lag").get<int64_t>();
-  if (fault == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
-}
-
-// The put that drew a lifecycle lag is reported right after the draw: its object may be removed
-// from put time + lag on (the rule's days only delay it further). After heal the lag is not drawn:
-// it is 0.
-void LogChecks::onColdCall(const json& e) {
-  const std::optional<int64_t> lag = healed_ ? std::optional<int64_t>(pendingLag_.value_or(0)) : pendingLag_;
-  pendingLag_.reset();
-  if (!lag || text(e, "op") != "put" || !e.value("applied", false)) return;
-  expirableFrom_[text(e, "key")] = num(e, "t") + *lag;
-}
-
-bool LogChecks::coldLossPossible(const std::string& locator, int64_t now) const {
-  if (vanished_.count(locator)) return true;
-  const auto expirable = expirableFrom_.find(locator);
-  return expirable != expirableFrom_.end() && now >= expirable->second;
+  if (text(e, "fault") == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
 }
 
 void LogChecks::dispatch(const std::string& ev, const json& e) {
@@ -487,7 +464,7 @@ void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const
   // A run that once trimmed without cold may have left offsets below hotOffset in no segment.
   const bool coldKept = s.options && s.options->cold && s.coldAlways;
   const int64_t now = e.value("t", int64_t{0});
-  tallies_.check("LOG-16", !coldKept || (holder && coldLossPossible(holder->locator, now)), [&] {
+  tallies_.check("LOG-16", !coldKept || (holder && coldLoss_.lossPossible(holder->locator, now)), [&] {
     return object + " could not read flushed offset " + str(from) + (holder ? " of segment " + holder->locator : std::string(" (no segment holds it)")) +
            " though the cold store lost nothing";
   });
@@ -596,7 +573,7 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
     // Offsets still indexed may be skipped only when their segment may be gone from the cold store.
     int64_t covered = std::max(g.seenUpTo, oldest);
     for (const auto& [first, seg] : storeSegments(partition))
-      if (first <= covered && covered <= seg.last && coldLossPossible(seg.locator, e.value("t", int64_t{0}))) covered = seg.last + 1;
+      if (first <= covered && covered <= seg.last && coldLoss_.lossPossible(seg.locator, e.value("t", int64_t{0}))) covered = seg.last + 1;
     tallies_.check("LOG-08", from <= covered, [&] {
       return partition + " group " + text(e, "group") + " read from " + str(from) + " having seen only up to " + str(g.seenUpTo) + ", with oldest " +
              str(oldest) + ": offsets skipped";

@@ -25,7 +25,7 @@
 //       flushes remove the hot prefix, never with cold configured a plain delete), LOG-11 (cold.write
 //       ranges match the flush intent, never overlap a committed segment, and a re-flush of a first
 //       offset repeats the same records), LOG-14 (rejection messages), LOG-16 (a read of an offset in
-//       [oldestOffset, hotOffset) fails only when the cold store may have lost the segment: a
+//       [oldestOffset, hotOffset) fails only when the cold store may have lost the segment (ColdLossWatch): a
 //       cold.vanish fault named its key, or the put that stored it drew a lifecycle lag that has
 //       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put; after heal no
 //       lag is drawn, so a put then may be removed at once); or when cold
@@ -50,6 +50,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
+#include "properties/cold_loss.h"
 #include "properties/durable_state.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
@@ -61,7 +62,7 @@ class LogChecks final : public ObjectChecker {
   LogChecks(StoreReader reader, std::string className);
 
   // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
-  void healed() { healed_ = true; }
+  void healed() { coldLoss_.healed(); }
   // End-of-run checks over every log object seen (after heal, nothing in flight).
   void finish();
 
@@ -121,7 +122,6 @@ class LogChecks final : public ObjectChecker {
   void dispatch(const std::string& ev, const nlohmann::json& e);
   void onApp(const std::string& ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
-  void onColdCall(const nlohmann::json& e);
   void onRetired(const nlohmann::json& e);
   void checkSchema(const std::string& object);
 
@@ -153,18 +153,11 @@ class LogChecks final : public ObjectChecker {
   };
   Bounds storeBounds(const std::string& object);
   std::map<int64_t, Segment> storeSegments(const std::string& object);
-  // Whether the cold object `locator` (its key) may be gone at `now`: a cold.vanish fault removed it,
-  // or it is under a lifecycle rule and its earliest removal time has come.
-  bool coldLossPossible(const std::string& locator, int64_t now) const;
-
   StoreReader reader_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
-  std::set<std::string> vanished_;                // keys of cold objects a cold.vanish fault removed
   std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
-  std::map<std::string, int64_t> expirableFrom_;  // key -> earliest lifecycle removal time
-  bool healed_ = false;
-  std::optional<int64_t> pendingLag_;             // the lag drawn for the put reported next
+  ColdLossWatch coldLoss_;                        // which segments the cold store may have lost
 };
 
 }  // namespace durasim::properties
