@@ -47,33 +47,6 @@ Task<json> leaseOf(LogHost& h, const std::string& consumer, std::vector<std::str
   }
 }
 
-// "ok" or the name of the error ack/nack threw.
-Task<json> settleOf(LogHost& h, bool ack, const std::string& consumer, const std::string& batchId) {
-  try {
-    Task<void> t = ack ? h.log.ack(consumer, batchId) : h.log.nack(consumer, batchId);
-    co_await t;
-    co_return json("ok");
-  } catch (const DurabilityError& e) {
-    co_return json(e.name());
-  }
-}
-
-Task<json> cursorOf(LogHost& h, const std::string& consumer) {
-  Task<std::optional<int64_t>> t = h.log.cursor(consumer);
-  std::optional<int64_t> cursor = co_await t;
-  co_return cursor ? json(*cursor) : json(nullptr);
-}
-
-// Every lease row of `consumer` as [first, last, state, attempt].
-Task<json> rowsOf(LogHost& h, const std::string& consumer) {
-  Task<std::vector<LogLeaseRow>> t = h.log.leases(consumer);
-  std::vector<LogLeaseRow> rows = co_await t;
-  static const char* names[] = {"active", "pending", "acked", "skipped"};
-  json out = json::array();
-  for (const LogLeaseRow& r : rows) out.push_back(json{r.firstOffset, r.lastOffset, names[static_cast<int>(r.state)], r.attempt});
-  co_return out;
-}
-
 Task<void> appendN(LogHost& h, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     Task<EnqueueResult<std::vector<int64_t>>> t = h.log.append(rec(json(i)));

@@ -78,4 +78,31 @@ inline LogAppendInput rec(json body, std::optional<std::string> key = std::nullo
   return LogAppendInput{std::move(body), std::move(key)};
 }
 
+// "ok" or the name of the error ack/nack threw.
+inline Task<json> settleOf(LogHost& h, bool ack, const std::string& consumer, const std::string& batchId) {
+  try {
+    Task<void> t = ack ? h.log.ack(consumer, batchId) : h.log.nack(consumer, batchId);
+    co_await t;
+    co_return json("ok");
+  } catch (const DurabilityError& e) {
+    co_return json(e.name());
+  }
+}
+
+inline Task<json> cursorOf(LogHost& h, const std::string& consumer) {
+  Task<std::optional<int64_t>> t = h.log.cursor(consumer);
+  std::optional<int64_t> cursor = co_await t;
+  co_return cursor ? json(*cursor) : json(nullptr);
+}
+
+// Every lease row of `consumer` as [first, last, state, attempt].
+inline Task<json> rowsOf(LogHost& h, const std::string& consumer) {
+  Task<std::vector<LogLeaseRow>> t = h.log.leases(consumer);
+  std::vector<LogLeaseRow> rows = co_await t;
+  static const char* names[] = {"active", "pending", "acked", "skipped"};
+  json out = json::array();
+  for (const LogLeaseRow& r : rows) out.push_back(json{r.firstOffset, r.lastOffset, names[static_cast<int>(r.state)], r.attempt});
+  co_return out;
+}
+
 }  // namespace durasim::rt_test
