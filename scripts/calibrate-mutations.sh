@@ -4,6 +4,8 @@
 # fails, and print: patch, expected invariant, invariants that caught it, seeds to detection.
 # Exit 1 when any patch goes undetected or is caught only by other invariants. Slow; not run by CI.
 #   SEEDS=N (default 100)   SCRATCH=DIR (default $TMPDIR/durasim-mutations)
+#   IN_PLACE=1: mutate this tree itself (its build/ directory), reverting each patch with
+#   `git apply -R`; for checking a checker fix before it is committed. Uncommitted changes stay.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seeds=${SEEDS:-100}
@@ -11,12 +13,18 @@ scratch=${SCRATCH:-${TMPDIR:-/tmp}/durasim-mutations}
 patches=("$@")
 [ ${#patches[@]} -gt 0 ] || patches=("$root"/tests/mutations/*.patch)
 
-if [ ! -d "$scratch/.git" ] && [ ! -f "$scratch/.git" ]; then
-  git -C "$root" worktree add --detach "$scratch" HEAD >/dev/null
+if [ -n "${IN_PLACE:-}" ]; then
+  scratch=$root
+  [ -f "$scratch/build/CMakeCache.txt" ] || cmake -S "$scratch" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+else
+  if [ ! -d "$scratch/.git" ] && [ ! -f "$scratch/.git" ]; then
+    git -C "$root" worktree add --detach "$scratch" HEAD >/dev/null
+  fi
+  git -C "$scratch" checkout --detach -q "$(git -C "$root" rev-parse HEAD)"
+  git -C "$scratch" reset -q --hard
+  cmake -S "$scratch" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release -DDURASIM_TESTS=OFF -DDURASIM_BENCH=OFF >/dev/null
 fi
-git -C "$scratch" checkout --detach -q "$(git -C "$root" rev-parse HEAD)"
-git -C "$scratch" reset -q --hard
-cmake -S "$scratch" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release -DDURASIM_TESTS=OFF -DDURASIM_BENCH=OFF >/dev/null
+revert() { if [ -n "${IN_PLACE:-}" ]; then git -C "$scratch" apply -R "$1"; else git -C "$scratch" reset -q --hard; fi; }
 
 failures=0
 printf '%-44s %-10s %-24s %s\n' patch expected caught-by seeds
@@ -41,7 +49,7 @@ for patch in "${patches[@]}"; do
   else
     caught="(does not build)"
   fi
-  git -C "$scratch" reset -q --hard
+  revert "$patch"
   verdict=ok
   if [ "$detected" = "-" ]; then verdict=UNDETECTED; elif ! grep -qw -- "$expected" <<<"${caught//,/ }"; then verdict="CAUGHT BY OTHERS"; fi
   [ "$verdict" = ok ] || failures=$((failures + 1))
