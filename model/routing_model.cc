@@ -77,4 +77,37 @@ WidthState resizeWidth(const WidthState& state, const ShardLoad& load, int64_t n
   return next;
 }
 
+namespace {
+constexpr int64_t kBucketMs = 1000;
+constexpr int64_t kBuckets = kRoutingModelWindowMs / kBucketMs;
+int64_t secondOf(int64_t ms) { return ms / kBucketMs - (ms % kBucketMs < 0 ? 1 : 0); }
+}  // namespace
+
+void LoadWindowModel::begin(int64_t sample, int64_t now) { running_.emplace(sample, now); }
+
+void LoadWindowModel::finish(int64_t sample, int64_t now) {
+  const auto it = running_.find(sample);
+  if (it == running_.end()) return;
+  const int64_t second = secondOf(now);
+  Bucket& bucket = buckets_[((second % kBuckets) + kBuckets) % kBuckets];
+  if (bucket.second != second) bucket = Bucket{second, 0, 0};
+  bucket.count += 1;
+  bucket.durationSum += now - it->second;
+  running_.erase(it);
+}
+
+LoadWindowModel::View LoadWindowModel::snapshot(int64_t now) const {
+  const int64_t nowSec = secondOf(now);
+  View view;
+  view.inFlight = static_cast<int64_t>(running_.size());
+  int64_t duration = 0;
+  for (const auto& [index, bucket] : buckets_)
+    if (bucket.second && *bucket.second > nowSec - kBuckets && *bucket.second <= nowSec) {
+      view.completed += bucket.count;
+      duration += bucket.durationSum;
+    }
+  if (view.completed > 0) view.averageMs = static_cast<double>(duration) / static_cast<double>(view.completed);
+  return view;
+}
+
 }  // namespace durasim::model

@@ -1,6 +1,7 @@
 // Executable spec of the routing client's default selection and adaptive width (routing.md 4): pure
 // functions over plain values, time and random draws as arguments. The RTE-06 (width dynamics) and
-// RTE-07 (selection rule) checks recompute the client's decisions with them.
+// RTE-07 (selection rule) checks recompute the client's decisions with them; the RTE-08 check
+// replays an application's RoutingLoad samples on LoadWindowModel (routing.md 2).
 #pragma once
 
 #include <cstdint>
@@ -47,5 +48,30 @@ double shardPressure(const ShardLoad& load);
 std::string selectShard(const std::map<std::string, ShardLoad>& observed, int64_t width, double drawA, double drawB);
 // routing.md 4 resize: the state after one reply's load arrives at `now`.
 WidthState resizeWidth(const WidthState& state, const ShardLoad& load, int64_t now, int64_t softBacklogLimit);
+
+// routing.md 2: one direction of a RoutingLoad, as the spec states it (one sample per first finish,
+// kept in the bucket of its second; a snapshot sums the seconds in (nowSec - 60, nowSec]). Times are
+// the object's clock; a new incarnation starts a new window.
+class LoadWindowModel {
+ public:
+  struct View {
+    int64_t inFlight = 0;
+    int64_t completed = 0;
+    std::optional<double> averageMs;
+  };
+  void begin(int64_t sample, int64_t now);
+  // The first finish of a begun sample adds it; any later one (or one never begun) changes nothing.
+  void finish(int64_t sample, int64_t now);
+  View snapshot(int64_t now) const;
+
+ private:
+  struct Bucket {
+    std::optional<int64_t> second;
+    int64_t count = 0;
+    int64_t durationSum = 0;
+  };
+  std::map<int64_t, int64_t> running_;  // sample -> start
+  std::map<int64_t, Bucket> buckets_;   // (second mod 60) -> bucket
+};
 
 }  // namespace durasim::model

@@ -16,6 +16,8 @@ constexpr int64_t kWindowMs = 60000;           // routing.md 1 and 3.1 step 1
 
 std::string pushName(const json& e) { return "push " + str(num(e, "push")); }
 
+std::string flag(const json& value) { return value.is_null() ? "none" : value.dump(); }
+
 }  // namespace
 
 RoutingChecks::RoutingChecks() {
@@ -25,8 +27,11 @@ RoutingChecks::RoutingChecks() {
 
 void RoutingChecks::record(const json& e) {
   const auto ev = e.find("ev");
-  if (ev == e.end() || !ev->is_string() || ev->get_ref<const std::string&>().rfind(routing_events::kPrefix, 0) != 0) return;
+  if (ev == e.end() || !ev->is_string()) return;
   const std::string& name = ev->get_ref<const std::string&>();
+  if (name.rfind(routing_events::kAppPrefix, 0) == 0) return onApp(name, e);
+  if (name.rfind(routing_events::kAppLoadPrefix, 0) == 0) return onAppLoad(name, e);
+  if (name.rfind(routing_events::kPrefix, 0) != 0) return;
   const std::string label = e.contains("client") && e.at("client").is_string() ? e.at("client").get<std::string>() : "";
   Client& client = clients_[label];
   try {
@@ -237,7 +242,97 @@ void RoutingChecks::onReturn(Client& client, const json& e) {
   p->returned = true;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The application's side of each call
+
+void RoutingChecks::onApp(const std::string& name, const json& e) {
+  const char* id = name == routing_events::kAppPushed ? "RTE-02" : "RTE-01";
+  try {
+    const int64_t callId = num(e, "call"), t = num(e, "t");
+    if (name == routing_events::kAppPush) {
+      tallies_.check("RTE-01", calls_.count(callId) == 0, [&] { return "call " + str(callId) + " was pushed twice"; });
+      AppCall& call = calls_[callId];
+      call.faulty = e.at("faulty").get<bool>();
+      call.timeoutMs = optInt(e.at("timeoutMs"));
+      return;
+    }
+    AppCall& call = calls_[callId];
+    if (name == routing_events::kAppInvoke) {
+      ++call.invokes;
+      tallies_.check("RTE-10", !call.faulty, [&] { return "call " + str(callId) + " named no shard, yet its invoke function ran"; });
+      tallies_.check("RTE-01", call.invokes == 1 && !call.pushed, [&] {
+        return "call " + str(callId) + " ran its invoke function " + (call.pushed ? "after its push returned" : "a second time");
+      });
+      call.invokedAt = t;
+    } else if (name == routing_events::kAppInvoked) {
+      call.returnedAt = t;
+      call.threw = e.at("threw").get<bool>();
+      call.success = call.threw ? json() : json(e.at("success").get<bool>());
+    } else if (name == routing_events::kAppPushed) {
+      onAppPushed(call, e);
+    }
+  } catch (const json::exception& error) {
+    tallies_.check(id, false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
+  }
+}
+
+void RoutingChecks::onAppPushed(AppCall& call, const json& e) {
+  const std::string where = "call " + str(num(e, "call"));
+  const std::string outcome = e.at("outcome").get<std::string>();
+  const int64_t t = num(e, "t");
+  call.pushed = true;
+  tallies_.check("RTE-10", call.faulty == (outcome == "refused") && (outcome != "refused" || call.invokes == 0), [&] {
+    return where + (call.faulty ? " named no shard" : " named a shard") + " and got outcome '" + outcome + "' after " +
+           str(call.invokes) + " invokes";
+  });
+  if (outcome == "refused") return;
+  tallies_.check("RTE-01", call.invokes == 1, [&] { return where + " returned '" + outcome + "' after " + str(call.invokes) + " invokes"; });
+  if (!call.invokedAt) return;
+  const std::optional<int64_t> took = call.returnedAt ? std::optional<int64_t>(*call.returnedAt - *call.invokedAt) : std::nullopt;
+  if (outcome == "reply") {
+    const json& success = e.at("success");
+    tallies_.check("RTE-03", call.returnedAt && !call.threw, [&] { return where + " returned a reply, yet its invoke " + (call.threw ? "threw" : "had not returned"); });
+    tallies_.check("RTE-02", !call.threw && success == call.success, [&] {
+      return where + " returned success " + flag(success) + "; its invoke returned success " + flag(call.success);
+    });
+    tallies_.check("RTE-11", !call.timeoutMs || !took || *took <= *call.timeoutMs, [&] {
+      return where + " returned a reply that came " + str(took) + " ms after invoke, past its timeout of " + str(call.timeoutMs);
+    });
+  } else if (outcome == "threw") {
+    tallies_.check("RTE-03", call.threw, [&] { return where + " threw, yet its invoke " + (call.returnedAt ? "returned a reply" : "had not returned"); });
+  } else if (outcome == "timeout") {
+    const int64_t waited = t - *call.invokedAt;
+    tallies_.check("RTE-11", call.timeoutMs && waited >= *call.timeoutMs && (!took || *took >= *call.timeoutMs), [&] {
+      return where + " timed out " + str(waited) + " ms after invoke (timeout " + str(call.timeoutMs) + "), its invoke returned after " + str(took);
+    });
+  }
+}
+
+// RTE-08: what the application read of its RoutingLoad equals the spec's window over its samples.
+void RoutingChecks::onAppLoad(const std::string& name, const json& e) {
+  try {
+    model::LoadWindowModel& window = windows_[{e.at("object").get<std::string>(), num(e, "incarnation")}];
+    const int64_t now = num(e, "now");
+    if (name == routing_events::kAppLoadBegin) return window.begin(num(e, "sample"), now);
+    if (name == routing_events::kAppLoadFinish) return window.finish(num(e, "sample"), now);
+    if (name != routing_events::kAppLoadRead) return;
+    const model::LoadWindowModel::View expected = window.snapshot(now);
+    const json& average = e.at("averageProcessingMs");
+    const bool same = num(e, "inFlight") == expected.inFlight && num(e, "completed") == expected.completed &&
+                      average.is_null() == !expected.averageMs && (average.is_null() || average.get<double>() == *expected.averageMs);
+    tallies_.check("RTE-08", same, [&] {
+      return e.at("object").get<std::string>() + " read outbound load " + e.dump() + "; its samples give inFlight " + str(expected.inFlight) +
+             ", completed " + str(expected.completed) + ", average " + (expected.averageMs ? std::to_string(*expected.averageMs) : "none");
+    });
+  } catch (const json::exception& error) {
+    tallies_.check("RTE-08", false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
+  }
+}
+
 void RoutingChecks::finish() {
+  for (const auto& [id, call] : calls_)
+    tallies_.check("RTE-01", !call.pushed || call.faulty || call.invokes == 1,
+                   [&] { return "call " + str(id) + " ran its invoke function " + str(call.invokes) + " times"; });
   for (const auto& [label, client] : clients_)
     for (const auto& [id, p] : client.pushes)
       tallies_.check("RTE-01", p.refused || p.invokes == 1,

@@ -13,8 +13,17 @@
 //       refused before any invoke), RTE-11 (a timeout no earlier than timeoutMs after invoke started,
 //       the late reply discarded)
 //   at the end: RTE-01 (every push that was not refused invoked exactly once)
+// The application's side of each call (`app.rte.*`, emitted by the workload: what it asked, what its
+// invoke function really ran and returned, what the push gave it) is judged without the client's
+// word: RTE-01 (its invoke function ran once, never again later), RTE-02 (a rejection reaches the
+// caller as the invoke returned it), RTE-03 (an invoke that threw never becomes a reply), RTE-10 (a
+// sharding function naming no shard gets RoutingError and no invoke), RTE-11 (a timeout only after
+// timeoutMs without a reply; a reply later than timeoutMs never reaches the caller).
+// RTE-08's window and idempotent finish are judged on an application's own RoutingLoad samples
+// (`app.load.*`, workloads/outbound_samples.h): each snapshot it read must equal the spec's window
+// (model::LoadWindowModel) over the samples it began and finished in that incarnation.
 // RTE-09's "pendingDeliveries equals the durable count" is checked on the server side (LOG-13 in
-// log_checks.h); RTE-08's window and idempotent finish are RoutingLoad internals, covered by tests.
+// log_checks.h).
 #pragma once
 
 #include <cstdint>
@@ -74,8 +83,25 @@ class RoutingChecks final : public sim::TraceSink {
   void onReturn(Client& client, const nlohmann::json& e);
   void checkLoadShape(const std::string& where, const nlohmann::json& load);
 
+  // One application-side call (`app.rte.*`), times on the caller's clock (the trace's "t").
+  struct AppCall {
+    bool faulty = false;
+    std::optional<int64_t> timeoutMs;
+    int64_t invokes = 0;
+    std::optional<int64_t> invokedAt;       // the invoke function started
+    std::optional<int64_t> returnedAt;      // ... and returned or threw
+    bool threw = false;
+    nlohmann::json success;                 // what it returned: true, false, or null when it threw
+    bool pushed = false;                    // the push has given the caller its outcome
+  };
+  void onApp(const std::string& name, const nlohmann::json& e);
+  void onAppPushed(AppCall& call, const nlohmann::json& e);
+  void onAppLoad(const std::string& name, const nlohmann::json& e);
+
   sim::Tallies tallies_;
   std::map<std::string, Client> clients_;
+  std::map<int64_t, AppCall> calls_;
+  std::map<std::pair<std::string, int64_t>, model::LoadWindowModel> windows_;  // (object, incarnation)
 };
 
 }  // namespace durasim::properties

@@ -185,6 +185,118 @@ TEST(RoutingChecks, EarlyTimeoutOrLateReplyKept) {
   EXPECT_GT(violations(mutated([](auto& h) { h[kFailed3 + 1]["late"] = false; }), "RTE-11"), 0u);
 }
 
+// ---- The application's side: what it pushed, what its invoke function ran, what it got back.
+
+json app(const std::string& name, int64_t call, int64_t t, json fields = json::object()) {
+  fields["ev"] = name;
+  fields["call"] = call;
+  fields["t"] = t;
+  return fields;
+}
+json appPush(int64_t call, int64_t t, bool faulty = false) { return app("app.rte.push", call, t, {{"faulty", faulty}, {"timeoutMs", 100}}); }
+json appInvoke(int64_t call, int64_t t) { return app("app.rte.invoke", call, t, {{"shard", "shard-0"}}); }
+json appInvoked(int64_t call, int64_t t, json success) {
+  return app("app.rte.invoked", call, t, {{"threw", success.is_null()}, {"success", success}});
+}
+json appPushed(int64_t call, int64_t t, const std::string& outcome, json success = nullptr) {
+  return app("app.rte.pushed", call, t, {{"outcome", outcome}, {"success", success}});
+}
+
+// Calls 1-5: accepted, rejected, transport failure, timeout (its late reply discarded), refused.
+std::vector<json> appHistory() {
+  return {appPush(1, 0), appInvoke(1, 0), appInvoked(1, 40, true), appPushed(1, 40, "reply", true),
+          appPush(2, 50), appInvoke(2, 50), appInvoked(2, 60, false), appPushed(2, 60, "reply", false),
+          appPush(3, 70), appInvoke(3, 70), appInvoked(3, 90, nullptr), appPushed(3, 90, "threw"),
+          appPush(4, 100), appInvoke(4, 100), appPushed(4, 200, "timeout"), appInvoked(4, 250, true),
+          appPush(5, 300, true), appPushed(5, 300, "refused")};
+}
+
+std::vector<json> appMutated(const std::function<void(std::vector<json>&)>& change) {
+  std::vector<json> events = appHistory();
+  change(events);
+  return events;
+}
+
+TEST(RoutingChecks, TheApplicationsSideOfCorrectCallsPasses) {
+  const sim::Tallies tallies = check(appHistory());
+  EXPECT_EQ(tallies.violations(), 0u);
+  for (const char* id : {"RTE-01", "RTE-02", "RTE-03", "RTE-10", "RTE-11"}) EXPECT_GT(tallies.by_id().at(id).checked, 0u) << id;
+}
+
+// Each of these histories has client events that say nothing wrong (there are none): only the
+// application's record of what ran shows the fault.
+TEST(RoutingChecks, AnInvokeTheClientNeverReportedIsCaught) {
+  EXPECT_GT(violations(appMutated([](auto& h) { h.insert(h.begin() + 11, appInvoke(3, 91)); }), "RTE-01"), 0u);
+  EXPECT_GT(violations(appMutated([](auto& h) { h.push_back(appInvoke(1, 500)); }), "RTE-01"), 0u);
+}
+
+TEST(RoutingChecks, AReplyUnlikeWhatTheInvokeReturnedIsCaught) {
+  EXPECT_GT(violations(appMutated([](auto& h) { h[7] = appPushed(2, 60, "reply", true); }), "RTE-02"), 0u);
+  EXPECT_GT(violations(appMutated([](auto& h) { h[11] = appPushed(3, 90, "reply", true); }), "RTE-03"), 0u);
+}
+
+TEST(RoutingChecks, AFaultyShardingThatInvokesOrIsNotRefusedIsCaught) {
+  EXPECT_GT(violations(appMutated([](auto& h) { h[17] = appPushed(5, 300, "threw"); }), "RTE-10"), 0u);
+  EXPECT_GT(violations(appMutated([](auto& h) { h.insert(h.begin() + 17, appInvoke(5, 300)); }), "RTE-10"), 0u);
+}
+
+TEST(RoutingChecks, ATimeoutBeforeItsDeadlineOrALateReplyDeliveredIsCaught) {
+  EXPECT_GT(violations(appMutated([](auto& h) { h[14] = appPushed(4, 199, "timeout"); }), "RTE-11"), 0u);
+  EXPECT_GT(violations(appMutated([](auto& h) {
+              h[14] = appInvoked(4, 150, true);
+              h[15] = appPushed(4, 150, "timeout");
+            }),
+            "RTE-11"),
+            0u);
+  EXPECT_GT(violations(appMutated([](auto& h) {
+              h[2] = appInvoked(1, 101, true);
+              h[3] = appPushed(1, 101, "reply", true);
+            }),
+            "RTE-11"),
+            0u);
+}
+
+// ---- An application's own RoutingLoad samples (RTE-08).
+
+json sample(const std::string& name, int64_t now, json fields = json::object(), int64_t incarnation = 1) {
+  fields["ev"] = name;
+  fields["now"] = now;
+  fields["object"] = "P/p0";
+  fields["incarnation"] = incarnation;
+  return fields;
+}
+json loadRead(int64_t now, int64_t inFlight, int64_t completed, json average, int64_t incarnation = 1) {
+  return sample("app.load.read", now, {{"inFlight", inFlight}, {"completed", completed}, {"averageProcessingMs", average}}, incarnation);
+}
+
+// Sample 1 runs 0..500 (finished twice), sample 2 runs 59'600..59'800; reads at 1 s, 59.7 s, 60.2 s
+// (sample 1's bucket, second 0, has left the window) and in a new incarnation.
+std::vector<json> windowHistory() {
+  return {sample("app.load.begin", 0, {{"sample", 1}}),       loadRead(100, 1, 0, nullptr),
+          sample("app.load.finish", 500, {{"sample", 1}}),    sample("app.load.finish", 500, {{"sample", 1}}),
+          loadRead(1000, 0, 1, 500.0),                        sample("app.load.begin", 59'600, {{"sample", 2}}),
+          loadRead(59'700, 1, 1, 500.0),                      sample("app.load.finish", 59'800, {{"sample", 2}}),
+          loadRead(60'200, 0, 1, 200.0),                      loadRead(60'300, 0, 0, nullptr, 2)};
+}
+
+TEST(RoutingChecks, ReadsOfAnApplicationsOwnLoadFollowTheWindow) {
+  const sim::Tallies tallies = check(windowHistory());
+  EXPECT_EQ(tallies.violations(), 0u);
+  EXPECT_EQ(tallies.by_id().at("RTE-08").checked, 5u);
+}
+
+TEST(RoutingChecks, ADoubleFinishCountedOrAnOldBucketKeptIsCaught) {
+  std::vector<json> counted = windowHistory();
+  counted[4] = loadRead(1000, 0, 2, 500.0);
+  EXPECT_GT(violations(counted, "RTE-08"), 0u);
+  std::vector<json> kept = windowHistory();
+  kept[8] = loadRead(60'200, 0, 2, 350.0);
+  EXPECT_GT(violations(kept, "RTE-08"), 0u);
+  std::vector<json> survived = windowHistory();
+  survived[9] = loadRead(60'300, 0, 1, 200.0, 2);
+  EXPECT_GT(violations(survived, "RTE-08"), 0u);
+}
+
 TEST(RoutingChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {
   RoutingChecks checks;
   EXPECT_NO_THROW(checks.record(json{{"ev", "rte.push.begin"}, {"push", 1}}));

@@ -168,13 +168,20 @@ NamedAlarmOptions LogPartition::alarmOptions() {
 }
 
 Task<nlohmann::json> LogPartition::call(std::string_view method, const nlohmann::json& args) {
+  std::optional<OutboundSamples::Sample> serving;
+  if (method == "read") serving.emplace(outbound_.begin());
   try {
     Task<nlohmann::json> running = dispatch(method, args);
     nlohmann::json reply = co_await running;
+    if (serving) outbound_.end(*serving);
     co_return reply;
   } catch (const DurabilityError& e) {
     // A library error is a definite answer; runtime errors (storage, cold store, reset) propagate.
+    if (serving) outbound_.end(*serving);
     co_return nlohmann::json{{"error", errorJson(e)}};
+  } catch (...) {
+    if (serving) outbound_.end(*serving);
+    throw;
   }
 }
 
@@ -267,8 +274,13 @@ Task<nlohmann::json> LogPartition::append(const nlohmann::json& args) {
 // together or not at all. Calls of this incarnation still running on the log may then fail.
 nlohmann::json LogPartition::retire() {
   if (!retired_) {
-    DurabilityLog::migrate(ctx_, MigrationTarget::none());
-    ctx_.storage.exec("INSERT OR REPLACE INTO app_partition (key, value) VALUES ('retired', 1)");
+    // One transaction: migrate reverts step by step, so a failure between two steps (or before the
+    // flag) would otherwise leave some log tables gone and the partition not retired, and the next
+    // incarnation would build a fresh log at offset 0.
+    ctx_.storage.transactionSync([&](StorageTxn& txn) {
+      DurabilityLog::migrate(ctx_, MigrationTarget::none());
+      txn.exec("INSERT OR REPLACE INTO app_partition (key, value) VALUES ('retired', 1)");
+    });
     retired_ = true;
   }
   return result(nullptr);

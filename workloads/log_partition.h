@@ -9,7 +9,7 @@
 // cursor {consumer}, bounds, load, lease {consumer, limit?}, ack / nack {consumer, batchId},
 // leases {consumer}, trim, forgetColdBefore {offset}, retire.
 // `retire` removes the log as an application retiring a topic would: DurabilityLog::migrate(ctx,
-// none()), which honours the run's research variants (H19), and the flag `retired` in one commit.
+// none()), which honours the run's research variants (H19), and the flag `retired` in one transaction.
 // A retired partition constructs no log again and answers every other method with the error
 // PartitionRetired; its retention alarm does nothing.
 #pragma once
@@ -26,6 +26,7 @@
 #include "engine/log.h"
 #include "engine/load.h"
 #include "engine/scheduler.h"
+#include "workloads/outbound_samples.h"
 
 namespace durasim::workloads {
 
@@ -97,6 +98,7 @@ class LogPartition final : public DurableObject {
   LogPartitionConfig config_;
   DurabilityScheduler scheduler_;
   RoutingLoad routing_;
+  OutboundSamples outbound_{ctx_, routing_};  // the reads served, as the application's own samples
   bool retired_ = false;
   std::unique_ptr<DurabilityLog> log_;  // none in an incarnation that starts retired
   std::unique_ptr<DurabilityAlarms> alarms_;

@@ -3,13 +3,16 @@
 // An uncertain outcome (RPC failure, lost reply, RoutingTimeoutError) is retried with the same batch
 // and keys, pinned to the shard the first attempt reached, until a definite answer. Some batches are
 // invalid (empty, oversized, an empty key) and must be rejected (LOG-14); every accepted batch is an
-// `app.produce` event.
+// `app.produce` event. Some batches are first pushed through a sharding function that names no shard,
+// which must be refused before anything is sent (RTE-10). Every push and every run of the invoke
+// function is an `app.rte.*` event: what the RTE checks judge the routing client by.
 #include <functional>
 #include <string>
 #include <string_view>
 
 #include "engine/errors.h"
 #include "engine/log_events.h"
+#include "engine/routing_events.h"
 #include "sim/async_event.h"
 #include "workloads/log_roles.h"
 
@@ -19,6 +22,7 @@ namespace {
 constexpr int64_t kMaxThinkMs = 4'000;
 constexpr int64_t kMaxPadBytes = 200;
 constexpr uint32_t kInvalidBatchPpm = 60'000;  // 6% of batches are invalid
+constexpr uint32_t kRefusedPushPpm = 30'000;  // 3% are first pushed to no shard
 constexpr Backoff kPushBackoff{500, 30'000};
 
 // Forwards a routing client's `rte.*` events to the trace, naming the client.
@@ -46,6 +50,11 @@ LogProducers::LogProducers(LogRun& run)
   };
   options.probe = tracing(world, "pinned");
   pinned_.emplace(AppendClient(clock_, random_, options).withTimeout(run_.pushTimeoutMs));
+  options.sharding = [](const AppendBatch&, const std::optional<nlohmann::json>&, const Observations&) {
+    return ShardAddress{"", std::nullopt};
+  };
+  options.probe = tracing(world, "faulty");
+  faulty_.emplace(AppendClient(clock_, random_, options).withTimeout(run_.pushTimeoutMs));
 }
 
 Task<void> LogProducers::producer(int64_t p) {
@@ -72,16 +81,25 @@ std::string LogProducers::partitionOfShard(const std::string& shard) const {
   return partitionName(index % run_.partitions);
 }
 
+// The invoke function: one append RPC to the partition serving the shard (none serves an empty or
+// unknown shard: that throws).
 Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const AppendBatch& batch) {
   *batch.shard = address.shard;
-  const std::string name = partitionOfShard(address.shard);
-  Stub stub = run_.runtime->client(LogPartition::kClass).get(name);
-  const std::string method = "append";
-  const nlohmann::json args = {{"records", batch.records}};
+  run_.world->emit(routing_events::kAppInvoke, {{"call", batch.call}, {"shard", address.shard}});
   ++calls_;
-  Task<nlohmann::json> calling = stub.call(method, args);
-  const nlohmann::json reply = co_await calling;
-  co_return appendResultFromJson(reply);
+  std::optional<AppendResult> result;
+  try {
+    Stub stub = run_.runtime->client(LogPartition::kClass).get(partitionOfShard(address.shard));
+    const std::string method = "append";
+    const nlohmann::json args = {{"records", batch.records}};
+    Task<nlohmann::json> calling = stub.call(method, args);
+    result.emplace(appendResultFromJson(co_await calling));
+  } catch (...) {
+    run_.world->emit(routing_events::kAppInvoked, {{"call", batch.call}, {"threw", true}, {"success", nullptr}});
+    throw;
+  }
+  run_.world->emit(routing_events::kAppInvoked, {{"call", batch.call}, {"threw", false}, {"success", result->success}});
+  co_return std::move(*result);
 }
 
 nlohmann::json LogProducers::record(int64_t p, int64_t seq) {
@@ -109,6 +127,10 @@ nlohmann::json LogProducers::invalidBatch(int64_t p, int64_t& seq) {
 
 // Pushes until a definite answer; retries go to the shard the first attempt reached.
 Task<void> LogProducers::produce(int64_t p, const nlohmann::json& records, bool invalid) {
+  if (run_.chance(kRefusedPushPpm)) {
+    Task<void> refusing = refusedPush(records);
+    co_await refusing;
+  }
   std::string shard;  // empty until an attempt reached one
   const std::function<Task<Reply>()> attempt = [this, &records, &shard] { return pushOnce(records, shard); };
   Task<Settled> pushing = retryUntilDefinite(*run_.world, kPushBackoff, attempt);
@@ -120,18 +142,52 @@ Task<void> LogProducers::produce(int64_t p, const nlohmann::json& records, bool 
 // shard this push reached, if any.
 Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& shard) {
   AppendBatch batch{records};
+  batch.call = ++pushes_;
+  run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", false}, {"timeoutMs", run_.pushTimeoutMs}});
   Reply reply;
+  std::string_view outcome = "reply";
+  std::optional<bool> success;
   try {
     const nlohmann::json context = {{"shard", shard}};
     Task<AppendResult> pushing = shard.empty() ? routed_->push(batch) : pinned_->push(batch, context);
     const AppendResult result = co_await pushing;
+    success = result.success;
     reply = classifyEnqueue(result);
   } catch (const RpcError&) {
+    outcome = "threw";
   } catch (const RoutingTimeoutError&) {
+    outcome = "timeout";
   }
+  emitPushed(batch.call, outcome, success);
   if (!batch.shard->empty()) shard = *batch.shard;
   if (!reply.definite()) ++uncertain_;
   co_return reply;
+}
+
+// A push whose sharding names no shard: the client must throw RoutingError without invoking. Any
+// other outcome is recorded for the checks and otherwise ignored (the batch is pushed again anyway).
+Task<void> LogProducers::refusedPush(const nlohmann::json& records) {
+  AppendBatch batch{records};
+  batch.call = ++pushes_;
+  run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", true}, {"timeoutMs", run_.pushTimeoutMs}});
+  std::string_view outcome = "reply";
+  std::optional<bool> success;
+  try {
+    Task<AppendResult> pushing = faulty_->push(batch);
+    success = (co_await pushing).success;
+  } catch (const RoutingError&) {
+    outcome = "refused";
+  } catch (const RoutingTimeoutError&) {
+    outcome = "timeout";
+  } catch (const std::exception&) {
+    outcome = "threw";
+  }
+  emitPushed(batch.call, outcome, success);
+}
+
+void LogProducers::emitPushed(int64_t call, std::string_view outcome, std::optional<bool> success) {
+  run_.world->emit(routing_events::kAppPushed,
+                   {{"call", call}, {"outcome", outcome}, {"success", success ? nlohmann::json(*success) : nlohmann::json()}});
 }
 
 void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply,

@@ -94,12 +94,14 @@ struct LogRun {
 struct AppendBatch {
   nlohmann::json records;
   std::shared_ptr<std::string> shard = std::make_shared<std::string>();
+  int64_t call = 0;  // the push it belongs to, for the `app.rte.*` events
 };
 using AppendResult = EnqueueResult<std::vector<int64_t>>;
 using AppendClient = RoutingClient<AppendBatch, std::vector<int64_t>>;
 
-// The producers and the two routing clients they push through: `routed` (default selection) for a
-// batch's first push, `pinned` (to the shard the first push reached) for its retries.
+// The producers and the routing clients they push through: `routed` (default selection) for a
+// batch's first push, `pinned` (to the shard the first push reached) for its retries, and `faulty`
+// (a sharding function that names no shard) for the pushes that must be refused before sending.
 class LogProducers {
  public:
   // Creates the "workload.log.routing" stream and the routing clients.
@@ -118,15 +120,18 @@ class LogProducers {
   nlohmann::json invalidBatch(int64_t p, int64_t& seq);
   Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid);
   Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
+  Task<void> refusedPush(const nlohmann::json& records);
+  void emitPushed(int64_t call, std::string_view outcome, std::optional<bool> success);
   void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply, const std::string& shard);
   std::string partitionOfShard(const std::string& shard) const;
 
   LogRun& run_;
   sim::WorldClock clock_;
   sim::StreamRandom random_;
-  std::optional<AppendClient> routed_, pinned_;
+  std::optional<AppendClient> routed_, pinned_, faulty_;
   int64_t sleepingWaits_ = 0;  // timed waits of push deadlines (the SimAsyncEvent counter)
   int64_t calls_ = 0, uncertain_ = 0;
+  int64_t pushes_ = 0;  // numbers the pushes for the `app.rte.*` events
 };
 
 // ---------------------------------------------------------------------------------------------
