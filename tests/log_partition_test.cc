@@ -2,7 +2,8 @@
 // definite rejections, library errors crossing RPC with their fields (LogTruncatedError,
 // LogLeaseError, TypeError without the leases option), cold segments under their keys and read back,
 // forgetColdBefore turning a flushed range into truncation, the "retention" alarm that trims and
-// stops re-arming once no hot record remains, and `retire`, after which no incarnation has a log.
+// stops re-arming once no hot record remains, `retire`, after which no incarnation has a log, and
+// `ping`, the application's own envelope.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -164,6 +165,22 @@ TEST(LogPartition, RetireRemovesTheLogForGood) {
   EXPECT_EQ(p.call("lease", {{"consumer", "L0"}}).at("error").at("name"), kPartitionRetired);
   EXPECT_GE(p.rig.status(durasim::sim::object_label(LogPartition::kClass, "p0"))->incarnations, 2);
   EXPECT_EQ(logTables(p), 0);
+}
+
+// An append's envelope counts the append itself in flight; a ping's is taken outside any append.
+TEST(LogPartition, PingAnswersAnEnvelopeOfItsOwn) {
+  PartitionRig p(config(true, true));
+  const json appended = p.append(0, 2);
+  EXPECT_EQ(appended.at("load").at("inbound").at("inFlight"), 1);
+  const json ping = p.call("ping");
+  EXPECT_EQ(ping.at("success"), true);
+  EXPECT_EQ(ping.at("value"), json::array());
+  EXPECT_EQ(ping.at("load").at("inbound").at("inFlight"), 0);
+  EXPECT_EQ(ping.at("load").at("inbound").at("completed"), 1);
+  EXPECT_TRUE(p.call("retire").at("result").is_null());
+  const json retired = p.call("ping");
+  EXPECT_EQ(retired.at("success"), true);
+  EXPECT_EQ(retired.at("load").at("outbound").at("pendingDeliveries"), 0);
 }
 
 TEST(LogPartition, SegmentKeysRoundTrip) {

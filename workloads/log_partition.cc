@@ -187,6 +187,12 @@ Task<nlohmann::json> LogPartition::call(std::string_view method, const nlohmann:
 
 Task<nlohmann::json> LogPartition::dispatch(std::string_view method, const nlohmann::json& args) {
   if (method == "retire") co_return retire();
+  if (method == "ping") {  // the application's own envelope: nothing written, the load as it stands
+    if (retired_) co_return toJson(EnqueueResult<std::vector<int64_t>>::ok({}, routing_.snapshot(0)));
+    Task<LoadSnapshot> loading = log_->load();
+    const LoadSnapshot load = co_await loading;
+    co_return toJson(EnqueueResult<std::vector<int64_t>>::ok({}, load));
+  }
   if (retired_) {
     std::string message = "Partition ";
     message += ctx_.id.second;

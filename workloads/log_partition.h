@@ -7,7 +7,9 @@
 // EnqueueResult envelope itself.
 // RPC methods: append {records: [{body, key?}]}, read {from, limit?}, commit {consumer, offset},
 // cursor {consumer}, bounds, load, lease {consumer, limit?}, ack / nack {consumer, batchId},
-// leases {consumer}, trim, forgetColdBefore {offset}, retire.
+// leases {consumer}, trim, forgetColdBefore {offset}, retire, and ping: an EnqueueResult of the
+// application's own (routing.md 1), success with no value and the current load, taken outside any
+// append (a retired partition answers it too, with no backlog).
 // `retire` removes the log as an application retiring a topic would: DurabilityLog::migrate(ctx,
 // none()), which honours the run's research variants (H19), and the flag `retired` in one transaction.
 // A retired partition constructs no log again and answers every other method with the error

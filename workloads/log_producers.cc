@@ -5,7 +5,9 @@
 // invalid (empty, oversized, an empty key) and must be rejected (LOG-14); every accepted batch is an
 // `app.produce` event. Some batches are first pushed through a sharding function that names no shard,
 // which must be refused before anything is sent (RTE-10). Every push and every run of the invoke
-// function is an `app.rte.*` event: what the RTE checks judge the routing client by.
+// function is an `app.rte.*` event: what the RTE checks judge the routing client by. A heartbeat
+// pushes pings through the same default-selection client (an append's own envelope always counts
+// the append in flight, so only a ping's lets the width shrink).
 #include <functional>
 #include <string>
 #include <string_view>
@@ -23,6 +25,7 @@ constexpr int64_t kMaxThinkMs = 4'000;
 constexpr int64_t kMaxPadBytes = 200;
 constexpr uint32_t kInvalidBatchPpm = 60'000;  // 6% of batches are invalid
 constexpr uint32_t kRefusedPushPpm = 30'000;  // 3% are first pushed to no shard
+constexpr int64_t kMinHeartbeatMs = 2'000, kMaxHeartbeatMs = 8'000;
 constexpr Backoff kPushBackoff{500, 30'000};
 
 // Forwards a routing client's `rte.*` events to the trace, naming the client.
@@ -75,6 +78,29 @@ Task<void> LogProducers::producer(int64_t p) {
   ++run_.counts.producersDone;
 }
 
+Task<void> LogProducers::heartbeat() {
+  for (;;) {
+    co_await run_.world->sleep_for(run_.draw(kMinHeartbeatMs, kMaxHeartbeatMs));
+    AppendBatch batch{nlohmann::json::array()};
+    batch.ping = true;
+    batch.call = ++pushes_;
+    run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", false}, {"timeoutMs", run_.pushTimeoutMs}});
+    std::string_view outcome = "reply";
+    std::optional<bool> success;
+    pinging_ = true;
+    try {
+      Task<AppendResult> pushing = routed_->push(batch);
+      success = (co_await pushing).success;
+    } catch (const RpcError&) {
+      outcome = "threw";
+    } catch (const RoutingTimeoutError&) {
+      outcome = "timeout";
+    }
+    pinging_ = false;
+    emitPushed(batch.call, outcome, success);
+  }
+}
+
 // "shard-<i>" is served by partition p(i mod partitions).
 std::string LogProducers::partitionOfShard(const std::string& shard) const {
   const int64_t index = std::stoll(shard.substr(std::string(kRoutingShardPrefix).size()));
@@ -90,8 +116,8 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
   std::optional<AppendResult> result;
   try {
     Stub stub = run_.runtime->client(LogPartition::kClass).get(partitionOfShard(address.shard));
-    const std::string method = "append";
-    const nlohmann::json args = {{"records", batch.records}};
+    const std::string method = batch.ping ? "ping" : "append";
+    const nlohmann::json args = batch.ping ? nlohmann::json::object() : nlohmann::json{{"records", batch.records}};
     Task<nlohmann::json> calling = stub.call(method, args);
     result.emplace(appendResultFromJson(co_await calling));
   } catch (...) {

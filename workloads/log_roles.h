@@ -95,6 +95,7 @@ struct AppendBatch {
   nlohmann::json records;
   std::shared_ptr<std::string> shard = std::make_shared<std::string>();
   int64_t call = 0;  // the push it belongs to, for the `app.rte.*` events
+  bool ping = false;  // a heartbeat: the partition's `ping` instead of `append`
 };
 using AppendResult = EnqueueResult<std::vector<int64_t>>;
 using AppendClient = RoutingClient<AppendBatch, std::vector<int64_t>>;
@@ -111,6 +112,11 @@ class LogProducers {
 
   // Producer `p`: ops batches, each pushed until its answer is definite.
   Task<void> producer(int64_t p);
+  // Until the run ends: a ping through the default selection every few seconds, whose envelope,
+  // unlike an append's, can show an idle shard, so the width also shrinks (RTE-06).
+  Task<void> heartbeat();
+  // No ping is in flight (the run may end between pings only).
+  bool heartbeatIdle() const { return !pinging_; }
   int64_t calls() const { return calls_; }
   int64_t uncertain() const { return uncertain_; }
 
@@ -132,6 +138,7 @@ class LogProducers {
   int64_t sleepingWaits_ = 0;  // timed waits of push deadlines (the SimAsyncEvent counter)
   int64_t calls_ = 0, uncertain_ = 0;
   int64_t pushes_ = 0;  // numbers the pushes for the `app.rte.*` events
+  bool pinging_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------

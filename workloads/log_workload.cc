@@ -1,5 +1,6 @@
 // The log workload: LogPartition objects driven by world tasks in five roles (log_roles.h) —
-// producers pushing batches through routing, consumer groups reading by cursor, leased pollers,
+// producers pushing batches through routing (and a heartbeat pinging through it), consumer groups
+// reading by cursor, leased pollers,
 // with cold storage a mirror of the bucket's lifecycle rule, and in half of the seeds a retirer that
 // removes one drained partition's log. This file draws the per-seed configuration (retention mix,
 // cold or not, maxBatchSize in [5, 20], leases with maxParallelism in [2, 4], leaseMs, sometimes
@@ -68,6 +69,7 @@ class LogWorkload final : public Workload {
         world.tasks().spawn("log.leaser." + std::to_string(c) + "." + std::to_string(k), leasedPoller(run_, c, k));
     if (run_.base.cold) world.tasks().spawn("log.cold.mirror", coldMirror(run_));
     if (run_.retiring) world.tasks().spawn("log.retirer", partitionRetirer(run_));
+    world.tasks().spawn("log.heartbeat", producers_->heartbeat());
   }
 
   void heal(sim::World&) override {
@@ -76,13 +78,14 @@ class LogWorkload final : public Workload {
   }
 
   bool drained() const override {
-    return producersDone() && retiredAsDrawn() && run_.runtime->pending().empty() && behind().empty();
+    return producersDone() && producers_->heartbeatIdle() && retiredAsDrawn() && run_.runtime->pending().empty() && behind().empty();
   }
 
   std::vector<std::string> pending() const override {
     std::vector<std::string> items = run_.runtime->pending();
     if (!producersDone())
       items.push_back(std::to_string(run_.producers - run_.counts.producersDone) + " producers still running");
+    if (!producers_->heartbeatIdle()) items.push_back("a heartbeat ping in flight");
     if (!retiredAsDrawn()) items.push_back(partitionLabel(partitionName(*run_.retiring)) + " not retired yet");
     for (const std::string& item : behind()) items.push_back(item);
     return items;
