@@ -12,4 +12,11 @@ namespace durasim::runtime_events {
 inline constexpr std::string_view kCanary = "runtime.canary";
 inline constexpr std::string_view kBorn = "born";
 
+// A sleep of application code on its incarnation's clock: asked (now() before sleepFor), ms (the
+// duration asked for), woke (now() once it resumed). RT-25: woke >= asked + ms.
+inline constexpr std::string_view kSlept = "runtime.slept";
+inline constexpr std::string_view kAsked = "asked";
+inline constexpr std::string_view kSleptMs = "ms";
+inline constexpr std::string_view kWoke = "woke";
+
 }  // namespace durasim::runtime_events

@@ -32,6 +32,7 @@ const char* id_for(const std::string& ev) {
   if (ev == "cold.call") return "RT-22";
   if (ev == "fault") return "RT-09";
   if (ev == runtime_events::kCanary) return "RT-19";
+  if (ev == runtime_events::kSlept) return "RT-25";
   if (ev == "phase") return "RT-24";
   return "RT-19";
 }
@@ -62,6 +63,7 @@ void RuntimeChecks::record(const nlohmann::json& event) {
     else if (ev == "fault") on_fault(event);
     else if (ev == "phase") on_phase(event, t);
     else if (ev == runtime_events::kCanary) on_canary(event);
+    else if (ev == runtime_events::kSlept) on_slept(event);
 
     // RT-19: every event tagged with an object's incarnation (the start and end are checked above).
     if (ev != "incarnation.start" && ev != "incarnation.end") {
@@ -251,6 +253,14 @@ void RuntimeChecks::on_alarm_run(const nlohmann::json& e, int64_t t) {
   else if (retry_count != expected) problem = "has retryCount " + str(retry_count) + " after " + str(expected) + " counted failures";
   else if (occurrence && occurrence->next && t < *occurrence->next) problem = "is before the announced retry at " + str(*occurrence->next);
   tallies_.check("RT-12", problem.empty(), [&] { return what + " " + problem; });
+
+  // RT-14: due at its time, or at the retry announced for it, and not while the previous run lasted.
+  int64_t due = scheduled;
+  if (occurrence && occurrence->next) due = std::max(due, *occurrence->next);
+  if (o.last_alarm_end) due = std::max(due, o.last_alarm_end->at);
+  tallies_.check("RT-14", o.alarm_lost || t - due <= kAlarmMaxLateMs, [&] {
+    return what + " is " + str(t - due) + " ms after it was due at " + str(due);
+  });
 }
 
 void RuntimeChecks::on_alarm_end(const nlohmann::json& e, int64_t t, bool success) {
@@ -427,6 +437,17 @@ void RuntimeChecks::on_canary(const nlohmann::json& e) {
   const int64_t born = e.at(runtime_events::kBorn).get<int64_t>();
   tallies_.check("RT-19", born == number, [&] {
     return who(label, number) + " runs on memory set up by incarnation " + str(born);
+  });
+}
+
+// RT-25: a sleep never resumes before the time asked for, on the sleeper's own clock.
+void RuntimeChecks::on_slept(const nlohmann::json& e) {
+  const int64_t asked = e.at(runtime_events::kAsked).get<int64_t>();
+  const int64_t ms = e.at(runtime_events::kSleptMs).get<int64_t>();
+  const int64_t woke = e.at(runtime_events::kWoke).get<int64_t>();
+  tallies_.check("RT-25", woke >= asked + ms, [&] {
+    return e.at("object").get<std::string>() + " incarnation " + str(e.at("incarnation").get<int64_t>()) + " slept " + str(ms) +
+           " ms from " + str(asked) + " and woke at " + str(woke);
   });
 }
 

@@ -16,9 +16,12 @@
 //          its caller around the gate is a violation, counted on its own since no release was checked)
 //   RT-18  after a storage.critical fault, its incarnation commits nothing and no effect of it leaves
 //   RT-12  the alarm retry schedule of runtime.md 7.4, replayed per (object, scheduled) occurrence
-//   RT-14  at the check phase no object stores an alarm whose time (or announced retry) passed more
-//          than kAlarmMaxLateMs ago, or at all once nothing is left to run, without a run in progress
-//          (the stored value followed through commits and durability decisions; exempt after alarm.lost)
+//   RT-14  every alarm run starts no later than kAlarmMaxLateMs after the latest of its scheduled
+//          time, the retry its occurrence's last failure announced and the end of the object's
+//          previous run; at the check phase no object stores an alarm whose time (or announced retry)
+//          passed more than kAlarmMaxLateMs ago, or at all once nothing is left to run, without a run
+//          in progress (the stored value followed through commits and durability decisions; all
+//          exempt after alarm.lost)
 //   RT-24  at the check phase: no overdue stored alarm (as RT-14), and no commit awaiting a
 //          confirmation once nothing is left to run
 //   RT-15  per stub, deliveries in call order; no successful reply on a stub after one of its calls failed
@@ -29,6 +32,7 @@
 //          an object's canary (runtime_events::kCanary, reported by workloads that set one up) was
 //          set up by the incarnation reading it
 //   RT-22  accepted writes to one cold-store key at least kColdWriteIntervalMs apart
+//   RT-25  a sleep application code reports (runtime_events::kSlept) resumed no earlier than asked + ms
 // Only IDs actually checked in a run are added to its tallies.
 #pragma once
 
@@ -54,7 +58,7 @@ class RuntimeChecks final : public sim::TraceSink {
   static constexpr int64_t kAlarmMaxLateMs = 60'000;      // runtime.md 1: how late a fire may be
 
   void record(const nlohmann::json& event) override;
-  // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 14, 15, 16, 19, 22 and 24 to `tallies`
+  // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 14, 15, 16, 19, 22, 24 and 25 to `tallies`
   // (RT-14 and RT-24 once the run's "phase: check" event was seen).
   void report(sim::Tallies& tallies) const;
   // RT-09: one check per fault id, the number of "fault" events seen against `accounting`'s firings.
@@ -151,6 +155,7 @@ class RuntimeChecks final : public sim::TraceSink {
   void on_cold_call(const nlohmann::json& e, int64_t t);
   void on_fault(const nlohmann::json& e);
   void on_canary(const nlohmann::json& e);
+  void on_slept(const nlohmann::json& e);
   void on_phase(const nlohmann::json& e, int64_t t);
   // RT-14 and RT-24 at the check phase, `idle` when the executor had nothing left to run.
   void check_liveness(int64_t t, bool idle);

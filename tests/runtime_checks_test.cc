@@ -368,6 +368,33 @@ TEST(RuntimeChecks, Rt14AStoredAlarmWhoseTimePassedMustHaveRun) {
   EXPECT_PASSES(run("RT-24", {start(0, 1), commit(1, 1, 1), check_phase(100, false)}));
 }
 
+// Each run is timely too, not only what is stored at the check: a run more than kAlarmMaxLateMs after
+// its time, its announced retry and the end of the previous run is late, whatever the check finds.
+TEST(RuntimeChecks, Rt14EveryRunIsTimely) {
+  constexpr int64_t kLate = RuntimeChecks::kAlarmMaxLateMs;
+  EXPECT_PASSES(run("RT-14", {start(0, 1), alarm_run(100 + kLate, 1, 100), alarm_success(100 + kLate, 100)}));
+  // Lateness counts from the announced retry, and from the end of a previous (long) run.
+  EXPECT_PASSES(run("RT-14", {start(0, 1), alarm_run(100, 1, 100), alarm_failure(150, 100, true, 1, 2'000, 0, 2'150),
+                              alarm_run(2'150 + kLate, 1, 100, 1)}));
+  EXPECT_PASSES(run("RT-14", {start(0, 1), alarm_run(100, 1, 100), alarm_success(500'000, 100), alarm_run(500'000 + kLate, 1, 200)}));
+  EXPECT_PASSES(run("RT-14", {start(0, 1), fault(1, "alarm.lost"), alarm_run(900'000, 1, 100)}));
+  // No check phase in these: only the run itself can be late.
+  EXPECT_VIOLATES(run("RT-14", {start(0, 1), alarm_run(101 + kLate, 1, 100)}), "is 60001 ms after it was due at 100");
+  EXPECT_VIOLATES(run("RT-14", {start(0, 1), alarm_run(100, 1, 100), alarm_failure(150, 100, true, 1, 2'000, 0, 2'150),
+                                alarm_run(2'151 + kLate, 1, 100, 1)}),
+                  "after it was due at 2150");
+}
+
+// RT-25: a reported sleep resumed no earlier than asked + ms.
+TEST(RuntimeChecks, Rt25SleepsNeverResumeEarly) {
+  const auto slept = [](int64_t t, int64_t asked, int64_t ms, int64_t woke) {
+    return json{{"ev", runtime_events::kSlept}, {"t", t}, {"object", kObj}, {"incarnation", 1},
+                {runtime_events::kAsked, asked}, {runtime_events::kSleptMs, ms}, {runtime_events::kWoke, woke}};
+  };
+  EXPECT_PASSES(run("RT-25", {start(0, 1), slept(1'000, 0, 1'000, 1'000), slept(3'000, 1'000, 1'000, 3'000)}));
+  EXPECT_VIOLATES(run("RT-25", {start(0, 1), slept(999, 0, 1'000, 999)}), "slept 1000 ms from 0 and woke at 999");
+}
+
 TEST(RuntimeChecks, MalformedEventsAreViolations) {
   EXPECT_VIOLATES(run("RT-07", {start(0, 1), json{{"ev", "commit"}, {"t", 1}, {"object", kObj}, {"incarnation", 1}}}),
                   "malformed 'commit' event");
@@ -385,7 +412,7 @@ TEST(RuntimeChecks, RuntimeWorkloadSeedsCheckEveryInvariant) {
     all.merge(outcome.tallies);
   }
   for (const char* id : {"RT-03", "RT-04", "RT-07", "RT-08", "RT-09", "RT-10", "RT-12", "RT-14", "RT-15", "RT-16", "RT-19",
-                         "RT-22", "RT-24"}) {
+                         "RT-20", "RT-21", "RT-22", "RT-24", "RT-25"}) {
     ASSERT_TRUE(all.by_id().count(id)) << id << " was never reported";
     EXPECT_GT(all.by_id().at(id).checked, 0u) << id;
     EXPECT_EQ(all.by_id().at(id).violated, 0u) << id;

@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(MutantCase{m::kWallClockLeak, "RT-01", {0}}, MutantCase{m::kUnrecordedChoice, "RT-23", {0}},
                     MutantCase{m::kClockStepBack, "RT-02", {5, 6}}, MutantCase{m::kAlarmFiresEarly, "RT-03", {0}},
                     MutantCase{m::kKeepOpenTxnOnReset, "RT-06", {0}}, MutantCase{m::kConfirmOutOfOrder, "RT-07", {0}},
-                    MutantCase{m::kZombieStorageWrite, "RT-08", {3, 4}}, MutantCase{m::kUncountedFault, "RT-09", {0}},
+                    MutantCase{m::kZombieStorageWrite, "RT-08", {15, 21}}, MutantCase{m::kUncountedFault, "RT-09", {0}},
                     MutantCase{m::kOutputGateBypass, "RT-10", {0}}, MutantCase{m::kInputGateLeak, "RT-11", {0, 1}},
                     MutantCase{m::kAlarmRetryOffByOne, "RT-12", {0}}, MutantCase{m::kMemorySurvivesReset, "RT-19", {0}},
                     MutantCase{m::kStatementErrorResets, "RT-26", {0}}),

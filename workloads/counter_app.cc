@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kRelayAttempts = 3;
 constexpr int64_t kRelayBackoffMs = 500;                        // more after each lost attempt
 constexpr int64_t kHangMinMs = 60'000, kHangMaxMs = 1'800'000;  // runtime.md 11.2 workload.handler_hang
+constexpr int64_t kTooManyRequests = 429;                       // runtime.md 10: a write within a second of the last
 
 }  // namespace
 
@@ -33,6 +34,14 @@ Task<nlohmann::json> Counter::call(std::string_view method, const nlohmann::json
   }
   if (method == "arm") co_return arm(args);
   if (method == "relay") co_return co_await relay(args);
+  if (method == "burst") {
+    Task<nlohmann::json> bursting = burst(args);
+    co_return co_await bursting;
+  }
+  if (method == "rewrite") {
+    Task<nlohmann::json> rewriting = rewrite(args.at("op").get<std::string>(), args.at("gap").get<int64_t>());
+    co_return co_await rewriting;
+  }
   if (method == "archive") {
     Task<nlohmann::json> archiving = archive(args.at("op").get<std::string>());
     co_return co_await archiving;
@@ -61,8 +70,18 @@ Task<void> Counter::maybe_misbehave(const char* point) {
   if (faults_.fires(sim::FaultKind::workload_handler_hang, site, [&] {
         hang = kHangMinMs + static_cast<int64_t>(ctx_.random.random() * static_cast<double>(kHangMaxMs - kHangMinMs));
         return nlohmann::json{{"ms", hang}};
-      }))
-    co_await ctx_.clock.sleepFor(hang);
+      })) {
+    Task<void> hanging = pause(hang);
+    co_await hanging;
+  }
+}
+
+// sleepFor, reported with the object's clock before and after (RT-25: never resumed early).
+Task<void> Counter::pause(int64_t ms) {
+  const int64_t asked = ctx_.clock.now();
+  co_await ctx_.clock.sleepFor(ms);
+  ctx_.probe(runtime_events::kSlept,
+             {{runtime_events::kAsked, asked}, {runtime_events::kSleptMs, ms}, {runtime_events::kWoke, ctx_.clock.now()}});
 }
 
 nlohmann::json Counter::apply(const std::string& op, const std::string& key, int64_t amount) {
@@ -77,7 +96,10 @@ nlohmann::json Counter::apply(const std::string& op, const std::string& key, int
 }
 
 Task<nlohmann::json> Counter::add(const nlohmann::json& args) {
-  if (probes_.late_writes) co_await ctx_.clock.sleepFor(kLateWriteMs);
+  if (probes_.late_writes) {
+    Task<void> waiting = pause(kLateWriteMs);
+    co_await waiting;
+  }
   co_return apply(args.at("op").get<std::string>(), args.at("key").get<std::string>(), args.at("amount").get<int64_t>());
 }
 
@@ -103,8 +125,23 @@ Task<nlohmann::json> Counter::relay(const nlohmann::json& args) {
     } catch (const RpcError& e) {
       if (e.overloaded() || attempt >= kRelayAttempts) throw;
     }
-    co_await ctx_.clock.sleepFor(kRelayBackoffMs * attempt);
+    Task<void> backing_off = pause(kRelayBackoffMs * attempt);
+    co_await backing_off;
   }
+}
+
+// Adds to another Counter with `calls` calls in flight at once on one stub, which the runtime
+// delivers in call order and fails together once one fails (RT-15).
+Task<nlohmann::json> Counter::burst(nlohmann::json args) {
+  const std::string op = args.at("op").get<std::string>();
+  Stub stub = ctx_.objects(kClass).get(args.at("to").get<std::string>());
+  std::vector<Task<nlohmann::json>> calls;
+  for (int64_t i = 0; i < args.at("calls").get<int64_t>(); ++i)
+    calls.push_back(stub.call("add", {{"op", op + "/burst." + std::to_string(i)}, {"key", "burst"}, {"amount", 1}}));
+  Task<std::vector<nlohmann::json>> all = when_all(std::move(calls));
+  co_await all;
+  apply(op, "bursts", 1);
+  co_return nlohmann::json{{"calls", args.at("calls")}};
 }
 
 // Archives the counters under a create-only key; a retry that finds the key holds the same body.
@@ -118,6 +155,31 @@ Task<nlohmann::json> Counter::archive(std::string op) {
   co_return nlohmann::json{{"key", key}};
 }
 
+// Writes a scratch key, waits `gap` ms, writes it again (a write within kColdWriteIntervalMs of the
+// first is rejected with 429), and reads it back: the client checks that the read shows the second
+// body if it was accepted, the first if it was rejected (RT-20, RT-22). Each attempt has a key of
+// its own, so nothing else writes it.
+Task<nlohmann::json> Counter::rewrite(std::string op, int64_t gap) {
+  const std::string key = ctx_.id.second + "/" + op + "/" + std::to_string(ctx_.incarnation) + "." + std::to_string(++rewrites_);
+  ColdBucket& bucket = ctx_.bucket(kScratch);
+  Task<std::optional<ColdObject>> first = bucket.put(key, "first");
+  co_await first;
+  Task<void> waiting = pause(gap);
+  co_await waiting;
+  bool rejected = false;
+  try {
+    Task<std::optional<ColdObject>> second = bucket.put(key, "second");
+    co_await second;
+  } catch (const ColdError& e) {
+    if (e.status() != kTooManyRequests) throw;
+    rejected = true;
+  }
+  Task<std::optional<ColdObjectBody>> reading = bucket.get(key);
+  const std::optional<ColdObjectBody> seen = co_await reading;
+  apply(op, "rewrites", 1);
+  co_return nlohmann::json{{"key", key}, {"rejected", rejected}, {"seen", seen ? nlohmann::json(seen->body) : nlohmann::json()}};
+}
+
 // Writes from inside a blockConcurrencyWhile section that waits first, as a migration reading
 // something remote would: meanwhile nothing else of the object may run (RT-11).
 Task<nlohmann::json> Counter::exclusive(std::string op) {
@@ -127,7 +189,8 @@ Task<nlohmann::json> Counter::exclusive(std::string op) {
 }
 
 Task<void> Counter::exclusive_section(std::string op) {
-  co_await ctx_.clock.sleepFor(kSectionMs);
+  Task<void> holding = pause(kSectionMs);
+  co_await holding;
   apply(op, "exclusive", 1);
 }
 

@@ -1,8 +1,9 @@
 // Counter: the runtime workload's application object. Every mutation is keyed by an operation id
 // and applied at most once (table `ops`), so counters must add up across every crash (RT-05, RT-06).
 // RPC methods: add {op, key, amount}, arm {op, delay[, fails]}, relay {op, to, amount},
-// archive {op}; with the probes of CounterProbes also exclusive {op} and abort {op}.
-// The probes exercise runtime promises the plain methods never reach, each off by default.
+// burst {op, to, calls}, archive {op}, rewrite {op, gap}; with the probes of CounterProbes also
+// exclusive {op} and abort {op}. The probes exercise runtime promises the plain methods never
+// reach, each off by default. Every sleep is reported (runtime_events::kSlept, RT-25).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,8 @@ struct CounterProbes {
 class Counter final : public DurableObject {
  public:
   static constexpr const char* kClass = "Counter";
-  static constexpr const char* kBucket = "archive";  // the cold-store bucket `archive` writes to
+  static constexpr const char* kBucket = "archive";   // the cold-store bucket `archive` writes to
+  static constexpr const char* kScratch = "scratch";  // the bucket `rewrite` writes to (no lifecycle rule)
   static constexpr int64_t kSectionMs = 1'000;    // how long `exclusive` holds its section
   static constexpr int64_t kLateWriteMs = 5'000;  // how long a late `add` waits before it writes
 
@@ -47,11 +49,14 @@ class Counter final : public DurableObject {
 
  private:
   Task<void> maybe_misbehave(const char* point);
+  Task<void> pause(int64_t ms);
   nlohmann::json apply(const std::string& op, const std::string& key, int64_t amount);
   Task<nlohmann::json> add(const nlohmann::json& args);
   nlohmann::json arm(const nlohmann::json& args);
   Task<nlohmann::json> relay(const nlohmann::json& args);
+  Task<nlohmann::json> burst(nlohmann::json args);
   Task<nlohmann::json> archive(std::string op);
+  Task<nlohmann::json> rewrite(std::string op, int64_t gap);
   Task<nlohmann::json> exclusive(std::string op);
   Task<void> exclusive_section(std::string op);
   [[noreturn]] void abort_after_write(const std::string& op);
@@ -60,6 +65,7 @@ class Counter final : public DurableObject {
   sim::FaultInjector& faults_;
   CounterProbes probes_;
   int64_t born_in_;  // the incarnation this memory was set up in (the canary)
+  int64_t rewrites_ = 0;  // `rewrite` calls of this memory, for keys no other attempt writes
 };
 
 }  // namespace durasim::workloads

@@ -1,10 +1,14 @@
 // The runtime workload: `Counter` objects (workloads/counter_app.h) that write idempotently, set
-// alarms, call each other and archive to the cold store, driven by clients that retry uncertain
-// outcomes with the same operation id (workloads/client.h). Its checks are the counters that must add
-// up across every crash (RT-05, RT-06, RT-16), every acknowledged archive present in the cold store
-// (RT-20); the runtime's own checks (RT-14, RT-24 among them) come from properties/runtime_checks.h
-// like every workload's. Options switch on the Counter's probes (CounterProbes), each off by default:
-// sections, aborts (whose rows must never be stored: RT-06), failing_alarms, canary, late_writes.
+// alarms, call each other (one call at a time, or bursts on one stub), archive to the cold store
+// and rewrite scratch keys at gaps around the per-key write limit, driven by clients that retry
+// uncertain outcomes with the same operation id (workloads/client.h). Its checks are the counters
+// that must add up across every crash (RT-05, RT-06, RT-16); every acknowledged archive present in
+// the cold store, each create-only archive key written once, and what a rewrite read back (RT-20,
+// RT-22); archives expired within their rule's bounds, computed from their upload (RT-21). The
+// runtime's own checks (RT-14, RT-15, RT-24, RT-25 among them) come from
+// properties/runtime_checks.h like every workload's. Options switch on the Counter's probes
+// (CounterProbes), each off by default: sections, aborts (whose rows must never be stored: RT-06),
+// failing_alarms, canary, late_writes.
 #include "workloads/runtime_workload.h"
 
 #include <map>
@@ -26,15 +30,24 @@ constexpr int64_t kRetryBackoffMs = 500;
 constexpr Backoff kClientBackoff{kRetryBackoffMs, 20 * kRetryBackoffMs};  // clients: 500 ms more per uncertain attempt
 constexpr const char* kClass = Counter::kClass;
 constexpr const char* kBucket = Counter::kBucket;
+constexpr const char* kScratch = Counter::kScratch;
 constexpr int64_t kArchiveExpiryDays = 1;  // longer than any run: archives stay, their lifecycle lag is drawn
+// runtime.md 10, restated rather than taken from sim/cold_store.h: due = upload + days x kMsPerDay,
+// removed within kLifecycleLagMaxMs of due.
+constexpr int64_t kMsPerDay = 86'400'000;
+constexpr int64_t kLifecycleLagMaxMs = 86'400'000;
+constexpr int64_t kMaxBurstCalls = 4;
+constexpr int64_t kColdWriteIntervalMs = 1'000;  // runtime.md 10: rewrites draw gaps around it
+constexpr int64_t kMaxRewriteGapMs = 2 * kColdWriteIntervalMs;
 
-enum class Op { add, arm, relay, archive, exclusive, abort };
+enum class Op { add, arm, relay, burst, archive, rewrite, exclusive, abort };
 
 struct Ledger {
   std::map<std::string, std::string> acked;   // op id -> object name, for operations acknowledged
   std::set<std::string> archived;            // cold keys of acknowledged archives
   std::set<std::string> relayed;             // op ids of acknowledged relays ("<op>/relay" on the target)
   std::map<std::string, std::string> refused;  // op id -> object, refused as overloaded (never executed)
+  std::vector<RewriteRead> rewrites;
 };
 
 class RuntimeWorkload final : public Workload {
@@ -96,6 +109,9 @@ class RuntimeWorkload final : public Workload {
       const bool present = runtime_->cold_store().head(kBucket, key, world.now()).has_value();
       tallies.check("RT-20", present, [&] { return "acknowledged archive " + key + " is missing from the cold store"; });
     }
+    const std::vector<sim::ColdEvent>& history = runtime_->cold_store().history();
+    check_create_only(history, kBucket, tallies);
+    check_rewrites(history, kScratch, ledger_.rewrites, tallies);
   }
 
   nlohmann::json metrics() const override {
@@ -113,23 +129,19 @@ class RuntimeWorkload final : public Workload {
   }
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
-  // RT-21: expired objects went no earlier than due and no later than due + the maximum lag; every
-  // object still stored under the archive's rule is not overdue.
+  // RT-21: expired archives went no earlier than due and no later than due + the maximum lag, due
+  // computed from the upload the store's history shows and the archive's rule; every archive still
+  // stored is not overdue.
   void check_lifecycle(int64_t now, sim::Tallies& tallies) {
     sim::ColdStore& cold = runtime_->cold_store();
     cold.expire(now);
-    for (const sim::ColdEvent& event : cold.history()) {
-      if (event.kind != sim::ColdEventKind::expire || !event.due) continue;
-      tallies.check("RT-21", *event.due <= event.time && event.time <= *event.due + sim::kColdLifecycleLagMaxMs, [&] {
-        return event.key + " expired at " + std::to_string(event.time) + ", due " + std::to_string(*event.due);
-      });
-    }
+    check_expiries(cold.history(), kBucket, kArchiveExpiryDays, tallies);
     std::optional<std::string> cursor;
     do {
       const ColdList page = cold.list(kBucket, "", cursor, sim::kColdListMax, now);
       for (const ColdObject& object : page.objects) {
-        const int64_t due = object.uploaded + kArchiveExpiryDays * sim::kColdMsPerDay;
-        tallies.check("RT-21", now <= due + sim::kColdLifecycleLagMaxMs, [&] {
+        const int64_t due = object.uploaded + kArchiveExpiryDays * kMsPerDay;
+        tallies.check("RT-21", now <= due + kLifecycleLagMaxMs, [&] {
           return object.key + " is still stored at " + std::to_string(now) + ", past due " + std::to_string(due) + " plus the lag";
         });
       }
@@ -199,7 +211,7 @@ class RuntimeWorkload final : public Workload {
       switch (menu_[static_cast<std::size_t>(draw(0, static_cast<int64_t>(menu_.size()) - 1))]) {
         case Op::add:
           method = "add";
-          args["key"] = "k" + std::to_string(draw(0, 2));
+          args["key"] = std::string("k").append(std::to_string(draw(0, 2)));
           args["amount"] = draw(1, 100);
           break;
         case Op::arm:
@@ -213,8 +225,17 @@ class RuntimeWorkload final : public Workload {
           args["amount"] = draw(1, 100);
           relay_targets_[op] = args["to"].get<std::string>();
           break;
+        case Op::burst:
+          method = "burst";
+          args["to"] = object_name(draw(0, objects_ - 1));
+          args["calls"] = draw(2, kMaxBurstCalls);
+          break;
         case Op::archive:
           method = "archive";
+          break;
+        case Op::rewrite:
+          method = "rewrite";
+          args["gap"] = draw(0, kMaxRewriteGapMs);
           break;
         case Op::exclusive:
           method = "exclusive";
@@ -244,6 +265,10 @@ class RuntimeWorkload final : public Workload {
     ledger_.acked[op] = target;
     if (method == "archive") ledger_.archived.insert(settled.reply.value.at("key").get<std::string>());
     if (method == "relay") ledger_.relayed.insert(op);
+    if (method == "rewrite") {
+      const nlohmann::json& value = settled.reply.value;
+      ledger_.rewrites.push_back({value.at("key").get<std::string>(), value.at("rejected").get<bool>(), value.at("seen")});
+    }
   }
 
   sim::World* world_ = nullptr;
@@ -253,7 +278,7 @@ class RuntimeWorkload final : public Workload {
   std::unique_ptr<ObjectClient> client_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0;
   CounterProbes probes_;
-  std::vector<Op> menu_ = {Op::add, Op::arm, Op::relay, Op::archive};  // what clients draw from
+  std::vector<Op> menu_ = {Op::add, Op::arm, Op::relay, Op::burst, Op::archive, Op::rewrite};  // what clients draw from
   std::optional<std::string> storage_dir_;  // file-backed object stores (option storage_dir)
   int64_t clients_done_ = 0;
   Ledger ledger_;
@@ -261,6 +286,55 @@ class RuntimeWorkload final : public Workload {
 };
 
 }  // namespace
+
+void check_expiries(const std::vector<sim::ColdEvent>& history, const std::string& bucket, int64_t expire_after_days,
+                    sim::Tallies& tallies) {
+  std::map<std::string, int64_t> uploaded;  // key -> time of its last put
+  for (const sim::ColdEvent& event : history) {
+    if (event.bucket != bucket) continue;
+    if (event.kind == sim::ColdEventKind::put) uploaded[event.key] = event.time;
+    if (event.kind != sim::ColdEventKind::expire) continue;
+    const auto put = uploaded.find(event.key);
+    if (put == uploaded.end()) {
+      tallies.check("RT-21", false, [&] { return event.key + " expired at " + std::to_string(event.time) + " but was never put"; });
+      continue;
+    }
+    const int64_t due = put->second + expire_after_days * kMsPerDay;
+    tallies.check("RT-21", due <= event.time && event.time <= due + kLifecycleLagMaxMs, [&] {
+      return event.key + " expired at " + std::to_string(event.time) + ", due " + std::to_string(due);
+    });
+  }
+}
+
+void check_create_only(const std::vector<sim::ColdEvent>& history, const std::string& bucket, sim::Tallies& tallies) {
+  std::map<std::string, int64_t> puts;  // key -> puts accepted since its last removal
+  for (const sim::ColdEvent& event : history) {
+    if (event.bucket != bucket) continue;
+    if (event.kind != sim::ColdEventKind::put) {
+      puts.erase(event.key);
+      continue;
+    }
+    const int64_t accepted = ++puts[event.key];
+    tallies.check("RT-20", accepted == 1, [&] {
+      return "create-only put of " + event.key + " accepted at t=" + std::to_string(event.time) + " while the key held an earlier put";
+    });
+  }
+}
+
+void check_rewrites(const std::vector<sim::ColdEvent>& history, const std::string& bucket, const std::vector<RewriteRead>& rewrites,
+                    sim::Tallies& tallies) {
+  std::set<std::string> vanished;  // keys cold.vanish removed
+  for (const sim::ColdEvent& event : history)
+    if (event.bucket == bucket && event.kind == sim::ColdEventKind::vanish) vanished.insert(event.key);
+  for (const RewriteRead& rewrite : rewrites) {
+    if (vanished.count(rewrite.key)) continue;
+    const std::string expected = rewrite.rejected ? "first" : "second";
+    tallies.check(rewrite.rejected ? "RT-22" : "RT-20", rewrite.seen == expected, [&] {
+      return "rewrite of " + rewrite.key + (rewrite.rejected ? " was rejected" : " was accepted") + " but the read after it saw " +
+             rewrite.seen.dump();
+    });
+  }
+}
 
 WorkloadInfo runtime_workload_info() {
   return {"runtime", "Counter objects that write, set alarms, call each other and archive to the cold store",
