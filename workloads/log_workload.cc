@@ -1,12 +1,13 @@
-// The log workload: LogPartition objects driven by world tasks in five roles (log_roles.h) —
+// The log workload: LogPartition objects driven by world tasks in six roles (log_roles.h) —
 // producers pushing batches through routing, consumer groups reading by cursor, leased pollers,
-// with cold storage a mirror of the bucket's lifecycle rule, and in half of the seeds a retirer that
-// removes one drained partition's log. This file draws the per-seed configuration (retention mix,
+// with cold storage a mirror of the bucket's lifecycle rule, in half of the seeds a retirer that
+// removes one drained partition's log, and a read probe that reads every retained offset back once
+// the producers are done. This file draws the per-seed configuration (retention mix,
 // cold or not, maxBatchSize in [5, 20], leases with maxParallelism in [2, 4], leaseMs, sometimes
 // maxAttempts with an onPoison; one partition without leases; the partition to retire), states it
 // in `workload.config`, and wires the phases.
-// Drained: producers done, every group and leased consumer at nextOffset on each partition that
-// still has its log, the partition to retire retired, no runtime work pending. Checked here: what
+// Drained: producers done, the read probe done, every group and leased consumer at nextOffset on
+// each partition that still has its log, the partition to retire retired, no runtime work pending. Checked here: what
 // the workload's own calls must answer (LOG-14, LSE-04, LSE-11, LSE-16); it feeds the LOG (with
 // SCH-11 for the log's schema), LSE and RTE families, whose checkers observe the trace.
 #include "workloads/log_workload.h"
@@ -68,6 +69,7 @@ class LogWorkload final : public Workload {
         world.tasks().spawn("log.leaser." + std::to_string(c) + "." + std::to_string(k), leasedPoller(run_, c, k));
     if (run_.base.cold) world.tasks().spawn("log.cold.mirror", coldMirror(run_));
     if (run_.retiring) world.tasks().spawn("log.retirer", partitionRetirer(run_));
+    world.tasks().spawn("log.read.probe", readProbe(run_));
   }
 
   void heal(sim::World&) override {
@@ -76,7 +78,7 @@ class LogWorkload final : public Workload {
   }
 
   bool drained() const override {
-    return producersDone() && retiredAsDrawn() && run_.runtime->pending().empty() && behind().empty();
+    return producersDone() && retiredAsDrawn() && run_.probed && run_.runtime->pending().empty() && behind().empty();
   }
 
   std::vector<std::string> pending() const override {
@@ -84,6 +86,7 @@ class LogWorkload final : public Workload {
     if (!producersDone())
       items.push_back(std::to_string(run_.producers - run_.counts.producersDone) + " producers still running");
     if (!retiredAsDrawn()) items.push_back(partitionLabel(partitionName(*run_.retiring)) + " not retired yet");
+    if (!run_.probed) items.push_back("the read probe has not read every partition back");
     for (const std::string& item : behind()) items.push_back(item);
     return items;
   }
