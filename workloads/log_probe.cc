@@ -1,10 +1,12 @@
 // The log workload's read probe (LOG-16): once every producer is done, it reads each retained
 // offset of every partition that still has its log back through the public read API, one offset
 // per call (read(o, 1) for o in [bounds().oldestOffset, bounds().nextOffset)), so that every offset
-// is once the start of a read, hot or rehydrated. Each definite answer is an `app.log.probe` event:
+// is once the start of a read, hot or rehydrated; it reads oldestOffset - 1 first, the boundary
+// below which a read must throw (LOG-08). Each definite answer is an `app.log.probe` event:
 // the record read (`offset`, `key`, `body`), or the LogTruncatedError's `requested` and `oldest`.
 // Uncertain answers are asked again. `app.log.probe.done` closes a partition's probe; the LOG
 // checker then judges that every offset it keeps was read back as produced.
+#include <algorithm>
 #include <string>
 
 #include "engine/log_events.h"
@@ -24,7 +26,7 @@ Task<void> probePartition(LogRun& run, std::string name) {
   const int64_t oldest = bounds.reply.value.at("oldestOffset").get<int64_t>();
   const int64_t next = bounds.reply.value.at("nextOffset").get<int64_t>();
   const std::string object = partitionLabel(name);
-  for (int64_t o = oldest; o < next; ++o) {
+  for (int64_t o = std::max<int64_t>(0, oldest - 1); o < next; ++o) {
     const nlohmann::json args = {{"from", o}, {"limit", 1}};
     Task<Settled> reading = run.client->callUntilDefinite(name, "read", args, kProbeBackoff);
     const Settled page = co_await reading;
