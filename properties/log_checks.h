@@ -13,7 +13,8 @@
 //       as committed, never below the durable ones), LOG-10 (segments as flushed), LOG-15, LOG-16
 //       (while cold stays configured, segments cover [oldestOffset, hotOffset) without a gap), LOG-17
 //       (a commit of log writes alone leaves the physical alarm as it was)
-//   [S] at events: LOG-03 (a rejected append changed nothing), LOG-10 (a failed cold.write removed
+//   [S] at events: LOG-04 (a hot read, which suspends nowhere, used the stored bounds), LOG-03 (a
+//       rejected append changed nothing), LOG-10 (a failed cold.write removed
 //       nothing), LOG-12 and LOG-18 (at trim.end: retention met, no flush intent left), LOG-13 (load)
 //   [H] LOG-01 and LOG-02 (each append write against the staged offsets and hot keys; each returned
 //       append against its write), LOG-03 (every offset an app.produce acknowledged is durable with its

@@ -142,7 +142,8 @@ Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k);
 Task<void> coldMirror(LogRun& run);
 // The retirer of partition `run.retiring` (log_retirer.cc): runs until it retired it.
 Task<void> partitionRetirer(LogRun& run);
-// The read probe (log_probe.cc): once the producers are done, reads every retained offset back.
+// The read probe (log_probe.cc): once the producers are done, reads every retained offset back;
+// after heal, trims every partition once.
 Task<void> readProbe(LogRun& run);
 
 }  // namespace durasim::workloads
