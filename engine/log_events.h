@@ -85,7 +85,7 @@ inline constexpr std::string_view kTrimIntent = "log.trim.intent";
 inline constexpr std::string_view kTrimSegmentWrite = "log.trim.segment.write";
 
 // Reported by an application of the capability (workloads/), read by its checkers.
-// keys, offsets, partition, producer
+// bodies, keys, offsets, partition, producer
 inline constexpr std::string_view kAppProduce = "app.produce";
 // from, group, offsets, partition
 inline constexpr std::string_view kAppConsume = "app.consume";
@@ -97,5 +97,9 @@ inline constexpr std::string_view kAppLeaseOutcome = "app.lease.outcome";
 inline constexpr std::string_view kAppColdLifecycle = "app.cold.lifecycle";
 // partition (the application retired its log with DurabilityLog::migrate(none))
 inline constexpr std::string_view kAppLogRetired = "app.log.retired";
+// partition, from, and records [{offset, key, body}] or the LogTruncatedError's requested, oldest
+inline constexpr std::string_view kAppProbe = "app.log.probe";
+// partition, oldest, next (the probe read every offset in [oldest, next) of the partition)
+inline constexpr std::string_view kAppProbeDone = "app.log.probe.done";
 
 }  // namespace durasim::log_events

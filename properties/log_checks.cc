@@ -40,7 +40,9 @@ LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(
 void LogChecks::observe(const std::string& name, const json& e) {
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
-  if (name == log_events::kAppProduce || name == log_events::kAppConsume) return onApp(name, e);
+  if (name == log_events::kAppProduce || name == log_events::kAppConsume || name == log_events::kAppProbe ||
+      name == log_events::kAppProbeDone)
+    return onApp(name, e);
   if (name == log_events::kAppLogRetired) return onRetired(e);
   if (!mine(e)) return;
   // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
@@ -58,7 +60,7 @@ std::string LogChecks::invariant_for(const std::string& ev) const {
   if (ev == log_events::kLoad) return "LOG-13";
   if (ev == log_events::kOptions || ev == log_events::kTrimEnd) return "LOG-12";
   if (ev == log_events::kForgetWrite) return "LOG-15";
-  if (ev == "fault" || ev == "cold.call") return "LOG-16";
+  if (ev == "fault" || ev == "cold.call" || ev == log_events::kAppProbe || ev == log_events::kAppProbeDone) return "LOG-16";
   if (ev == log_events::kColdWrite) return "LOG-11";
   if (ev == log_events::kAppLogRetired) return "SCH-11";
   return "LOG-10";
@@ -105,6 +107,7 @@ void LogChecks::dispatch(const std::string& ev, const json& e) {
   if (ev == log_events::kLoad) return onLoad(object, e);
   if (ev == log_events::kTrimBegin) {
     s.trimBegunAt = num(e, "now");
+    s.trimAfterHeal = s.trimAfterHeal || healed_;
     s.appendedDuringTrim = false;
     return;
   }
@@ -429,6 +432,14 @@ void LogChecks::onRead(ObjectState& s, const std::string& object, const json& e)
   const int64_t oldest = num(e, "oldest"), hot = num(e, "hot"), next = num(e, "next");
   const std::vector<int64_t> offsets = ints(e, "offsets");
   tallies_.check("LOG-04", oldest <= hot && hot <= next, [&] { return object + " read saw bounds " + str(oldest) + " <= " + str(hot) + " <= " + str(next) + " violated"; });
+  // A hot read suspends nowhere: the bounds it used are the stored ones, hot offsets [hot, next).
+  if (from >= hot && hasLogTables(object)) {
+    const Bounds b = storeBounds(object);
+    tallies_.check("LOG-04", b.oldest == oldest && b.hot == hot && b.next == next, [&] {
+      return object + " read from " + str(from) + " used bounds " + str(oldest) + "/" + str(hot) + "/" + str(next) + ", the store holds " +
+             str(b.oldest) + "/" + str(b.hot) + "/" + str(b.next);
+    });
+  }
   const std::optional<int64_t> limit = optInt(e.at("limit"));
   const int64_t maxBatch = s.options ? s.options->maxBatchSize : capped;
   bool shape = capped == std::min(limit.value_or(maxBatch), maxBatch) && static_cast<int64_t>(offsets.size()) <= capped;
@@ -456,18 +467,20 @@ void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const
     return object + " LogTruncatedError(" + str(requested) + ", " + str(oldest) + ") for a read from " + str(from) + " with bounds " + str(b.oldest) +
            "/" + str(b.hot) + "/" + str(b.next);
   });
-  if (from < b.oldest) return;
+  tallies_.check("LOG-16", truncationExcused(s, object, from, e.value("t", int64_t{0})), [&] {
+    return object + " could not read offset " + str(from) + " though it is retained and the cold store lost nothing of it";
+  });
+}
+
+bool LogChecks::truncationExcused(const ObjectState& s, const std::string& object, int64_t from, int64_t now) {
+  if (from < storeBounds(object).oldest) return true;
+  // A run that once trimmed without cold may have left offsets below hotOffset in no segment.
+  if (!s.options || !s.options->cold || !s.coldAlways) return true;
   // The flushed offset was not rehydrated: only a cold store that lost the segment excuses it.
   std::optional<Segment> holder;
   for (const auto& [first, seg] : storeSegments(object))
     if (first <= from && from <= seg.last) holder = seg;
-  // A run that once trimmed without cold may have left offsets below hotOffset in no segment.
-  const bool coldKept = s.options && s.options->cold && s.coldAlways;
-  const int64_t now = e.value("t", int64_t{0});
-  tallies_.check("LOG-16", !coldKept || (holder && coldLoss_.lossPossible(holder->locator, now)), [&] {
-    return object + " could not read flushed offset " + str(from) + (holder ? " of segment " + holder->locator : std::string(" (no segment holds it)")) +
-           " though the cold store lost nothing";
-  });
+  return holder && coldLoss_.lossPossible(holder->locator, now);
 }
 
 void LogChecks::onLoad(const std::string& object, const json& e) {
@@ -553,16 +566,20 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
     // LOG-03: an acknowledged append is durable, at the offsets returned, with its keys.
     const std::vector<std::string> keys = strings(e, "keys");
     const std::vector<int64_t> offsets = ints(e, "offsets");
+    const json bodies = e.value("bodies", json());
     bool ok = keys.size() == offsets.size();
     for (std::size_t i = 0; ok && i < keys.size(); ++i) {
       const View& durable = s.state.durable();
       const auto known = durable.records.find(offsets[i]);
       ok = offsets[i] < durable.next && known != durable.records.end() && known->second == keys[i];
-      s.produced[offsets[i]] = keys[i];
+      // In input order: a key repeated in the batch leaves its last body.
+      s.produced[offsets[i]] = Produced{keys[i], bodies.is_array() && i < bodies.size() ? bodies[i] : json()};
     }
     tallies_.check("LOG-03", ok, [&] { return partition + " acknowledged offsets " + e.at("offsets").dump() + " that are not durable with their keys"; });
     return;
   }
+  if (ev == log_events::kAppProbe) return onProbe(s, partition, e);
+  if (ev == log_events::kAppProbeDone) return onProbeDone(s, partition, e);
   if (ev != log_events::kAppConsume) return;
   // LOG-08: a group sees every retained offset; what it never saw must lie below oldestOffset.
   GroupCursor& g = groups_[{partition, text(e, "group")}];
@@ -583,6 +600,43 @@ void LogChecks::onApp(const std::string& ev, const json& e) {
   for (std::size_t i = 0; i < offsets.size(); ++i) ordered = ordered && offsets[i] == from + static_cast<int64_t>(i);
   tallies_.check("LOG-08", ordered, [&] { return partition + " group " + text(e, "group") + " got " + e.at("offsets").dump() + " from " + str(from); });
   g.seenUpTo = std::max(g.seenUpTo, offsets.empty() ? from : offsets.back() + 1);
+}
+
+// LOG-16, the read probe: offset `from` read back alone, as produced, or lost only as allowed.
+void LogChecks::onProbe(ObjectState& s, const std::string& object, const json& e) {
+  const int64_t from = num(e, "from");
+  if (!e.contains("records")) {
+    s.probed.insert(from);
+    tallies_.check("LOG-16", hasLogTables(object) && truncationExcused(s, object, from, e.value("t", int64_t{0})), [&] {
+      return object + " read probe of offset " + str(from) + " threw LogTruncatedError(" + str(num(e, "requested")) + ", " + str(num(e, "oldest")) +
+             ") though it is retained and the cold store lost nothing of it";
+    });
+    return;
+  }
+  const json& records = e.at("records");
+  bool ok = records.size() == 1 && num(records[0], "offset") == from;
+  if (ok) {
+    const std::string key = text(records[0], "key");
+    if (const auto p = s.produced.find(from); p != s.produced.end()) {
+      ok = p->second.key == key && (p->second.body.is_null() || p->second.body == records[0].at("body"));
+    } else {  // appended by an attempt whose answer was lost: its key as the append wrote it
+      const auto& written = s.state.durable().records;
+      const auto w = written.find(from);
+      ok = w != written.end() && w->second == key;
+    }
+  }
+  if (ok) s.probed.insert(from);
+  tallies_.check("LOG-16", ok, [&] { return object + " read probe of offset " + str(from) + " returned " + records.dump() + ", not the record produced there"; });
+}
+
+// LOG-16: the probe read back every offset the log still keeps of the range it probed.
+void LogChecks::onProbeDone(ObjectState& s, const std::string& object, const json& e) {
+  if (!hasLogTables(object)) return;
+  const Bounds b = storeBounds(object);
+  std::optional<int64_t> missed;
+  for (int64_t o = std::max(b.oldest, num(e, "oldest")); !missed && o < num(e, "next"); ++o)
+    if (!s.probed.count(o)) missed = o;
+  tallies_.check("LOG-16", !missed, [&] { return object + " read probe did not read back retained offset " + str(missed); });
 }
 
 // SCH-11 when the application reports that it retired a log: the schema as stored right then.
@@ -607,7 +661,8 @@ void LogChecks::finish() {
     const Bounds b = storeBounds(object);
     const std::map<int64_t, Segment> segments = storeSegments(object);
     // LOG-03: every acknowledged offset not yet trimmed is hot with its key, or in a segment.
-    for (const auto& [offset, key] : s.produced) {
+    for (const auto& [offset, produced] : s.produced) {
+      const std::string& key = produced.key;
       if (offset < b.oldest) continue;
       bool readable = false;
       if (offset >= b.hot) {
@@ -618,9 +673,12 @@ void LogChecks::finish() {
       }
       tallies_.check("LOG-03", readable, [&] { return object + " lost acknowledged offset " + str(offset) + " (key " + key + ")"; });
     }
-    if (s.options && s.options->cold && s.flushSettled) {
+    // A trim that began after heal finished any flush intent (or threw, which nothing excuses then).
+    if (s.options && s.options->cold && (s.flushSettled || s.trimAfterHeal)) {
       const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_FLUSH).one().int64("n");
-      tallies_.check("LOG-18", intents == 0, [&] { return object + " ends with a flush intent after its last trim completed"; });
+      tallies_.check("LOG-18", intents == 0, [&] {
+        return object + " ends with a flush intent after " + (s.flushSettled ? "its last trim completed" : "a trim began with the faults healed");
+      });
     }
   }
 }

@@ -13,7 +13,8 @@
 //       as committed, never below the durable ones), LOG-10 (segments as flushed), LOG-15, LOG-16
 //       (while cold stays configured, segments cover [oldestOffset, hotOffset) without a gap), LOG-17
 //       (a commit of log writes alone leaves the physical alarm as it was)
-//   [S] at events: LOG-03 (a rejected append changed nothing), LOG-10 (a failed cold.write removed
+//   [S] at events: LOG-04 (a hot read, which suspends nowhere, used the stored bounds), LOG-03 (a
+//       rejected append changed nothing), LOG-10 (a failed cold.write removed
 //       nothing), LOG-12 and LOG-18 (at trim.end: retention met, no flush intent left), LOG-13 (load)
 //   [H] LOG-01 and LOG-02 (each append write against the staged offsets and hot keys; each returned
 //       append against its write), LOG-03 (every offset an app.produce acknowledged is durable with its
@@ -30,8 +31,13 @@
 //       elapsed (the `fault` cold.lifecycle_lag event just before its `cold.call` put; after heal no
 //       lag is drawn, so a put then may be removed at once); or when cold
 //       is not configured, or was not in some incarnation)
+//   [H] LOG-16 read probe (`app.log.probe`, the workload reads each retained offset back once its
+//       producers are done): every offset answers with one record at that offset, the key and body
+//       its producer appended (the last occurrence's body), or with a LogTruncatedError only as
+//       above; at `app.log.probe.done` every offset still in [oldestOffset, nextOffset) was read back
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
-//       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim)
+//       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim, nor once a trim
+//       began after heal: it must have finished any flush intent)
 //   SCH-11 for the log's two capabilities (properties/schema_check.h: tables iff migration recorded,
 //       lease tables only with the log's) at the end, and when the application reports that it
 //       retired a log (`app.log.retired`): what the H19 variant leaves behind
@@ -62,7 +68,10 @@ class LogChecks final : public ObjectChecker {
   LogChecks(StoreReader reader, std::string className);
 
   // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
-  void healed() { coldLoss_.healed(); }
+  void healed() {
+    coldLoss_.healed();
+    healed_ = true;
+  }
   // End-of-run checks over every log object seen (after heal, nothing in flight).
   void finish();
 
@@ -90,6 +99,11 @@ class LogChecks final : public ObjectChecker {
     // Applies one write event (no checks).
     void apply(const nlohmann::json& write);
   };
+  // What a producer appended at an offset: its key and (the last occurrence's) body.
+  struct Produced {
+    std::string key;
+    nlohmann::json body;  // null when the event did not say
+  };
   struct Options {
     int64_t maxBatchSize = 100;
     std::optional<int64_t> maxAgeMs, maxRecords, maxBytes;
@@ -111,7 +125,9 @@ class LogChecks final : public ObjectChecker {
     std::optional<int64_t> trimBegunAt;
     bool appendedDuringTrim = false;
     bool flushSettled = false;               // the last trim completed and nothing was lost since
-    std::map<int64_t, std::string> produced; // offset -> key an app.produce acknowledged
+    std::map<int64_t, Produced> produced;    // offset -> what an app.produce acknowledged there
+    std::set<int64_t> probed;                // offsets the read probe read back (or found lost)
+    bool trimAfterHeal = false;              // a trim began after the faults healed
   };
   struct GroupCursor {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
@@ -123,6 +139,11 @@ class LogChecks final : public ObjectChecker {
   void onApp(const std::string& ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
   void onRetired(const nlohmann::json& e);
+  void onProbe(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void onProbeDone(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  // LOG-16: whether a LogTruncatedError for `from` at World time `now` is allowed by the store as it
+  // is: `from` was trimmed, cold storage was not always configured, or its segment may be lost.
+  bool truncationExcused(const ObjectState& s, const std::string& object, int64_t from, int64_t now);
   void checkSchema(const std::string& object);
 
   void onWrite(ObjectState& s, const std::string& object, const std::string& ev, const nlohmann::json& e);
@@ -158,6 +179,7 @@ class LogChecks final : public ObjectChecker {
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
   ColdLossWatch coldLoss_;                        // which segments the cold store may have lost
+  bool healed_ = false;
 };
 
 }  // namespace durasim::properties

@@ -602,6 +602,101 @@ TEST(LogChecksMutations, LeaseTablesLeftByARetiredLog) {
   EXPECT_EQ(retiredLogViolations({"DELETE FROM durability_migrations"}).first, 2u);
 }
 
+TEST(LogChecksMutations, HotReadWithBoundsUnlikeTheStore) {
+  // Every hot row trimmed: the store's bounds are 3/3/3. A read that took hotOffset as 0 (ordered,
+  // 0 <= 0 <= 3) is caught only by comparing its bounds with the store's.
+  Synth s;
+  s.options(false, json{{"maxAgeMs", nullptr}, {"maxRecords", 1}, {"maxBytes", nullptr}});
+  s.append(3, "k");
+  s.trimDelete(3);
+  json page = s.read(3);
+  s.emit(page);
+  EXPECT_EQ(s.violations("LOG-04"), 0u);
+  page["oldest"] = 0;
+  page["hot"] = 0;
+  s.emit(page);
+  EXPECT_EQ(s.violations("LOG-04"), 1u) << s.allExamples();
+  EXPECT_EQ(s.checks.tallies().violations(), 1u) << s.allExamples();
+}
+
+// Six produced records, the first three flushed to a segment the cold store keeps: the segment
+// index is contiguous, so only reading every offset back tells a readable log from one that is not.
+void probedLog(Synth& s) {
+  s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 3}, {"maxBytes", nullptr}});
+  s.append(6, "k");
+  json bodies = json::array();
+  for (int i = 0; i < 6; ++i) bodies.push_back("k-body-" + std::to_string(i));
+  s.emit({{"ev", "app.produce"}, {"partition", kObject}, {"producer", "p"}, {"keys", {"k0", "k1", "k2", "k3", "k4", "k5"}}, {"bodies", bodies},
+          {"offsets", {0, 1, 2, 3, 4, 5}}});
+  s.trimFlush(3, "seg-0");
+}
+
+json probeRead(int64_t offset, const std::string& body) {
+  return {{"ev", "app.log.probe"}, {"partition", kObject}, {"from", offset},
+          {"records", json::array({{{"offset", offset}, {"key", "k" + std::to_string(offset)}, {"body", body}}})}};
+}
+
+TEST(LogChecksMutations, ReadProbeOfEveryRetainedOffset) {
+  Synth ok;
+  probedLog(ok);
+  for (int64_t o = 0; o < 6; ++o) ok.emit(probeRead(o, "k-body-" + std::to_string(o)));
+  ok.emit({{"ev", "app.log.probe.done"}, {"partition", kObject}, {"oldest", 0}, {"next", 6}});
+  ok.checks.finish();
+  EXPECT_EQ(ok.checks.tallies().violations(), 0u) << ok.allExamples();
+
+  // The last offset of the segment cannot be read though the cold store lost nothing.
+  Synth lost;
+  probedLog(lost);
+  for (int64_t o = 0; o < 6; ++o)
+    lost.emit(o == 2 ? json{{"ev", "app.log.probe"}, {"partition", kObject}, {"from", 2}, {"requested", 2}, {"oldest", 3}}
+                     : probeRead(o, "k-body-" + std::to_string(o)));
+  EXPECT_EQ(lost.violations("LOG-16"), 1u) << lost.allExamples();
+  // ... which is allowed once the cold store may have lost the segment.
+  lost.emit({{"ev", "fault"}, {"fault", "cold.vanish"}, {"object", "bucket/seg-0"}, {"incarnation", 0}, {"point", "hour"}, {"details", json::object()}});
+  lost.emit({{"ev", "app.log.probe"}, {"partition", kObject}, {"from", 2}, {"requested", 2}, {"oldest", 3}});
+  EXPECT_EQ(lost.violations("LOG-16"), 1u) << lost.allExamples();
+
+  // A record read back with another body, or another offset's record.
+  Synth changed;
+  probedLog(changed);
+  changed.emit(probeRead(1, "k-body-0"));
+  json shifted = probeRead(4, "k-body-4");
+  shifted["from"] = 3;
+  changed.emit(shifted);
+  EXPECT_EQ(changed.violations("LOG-16"), 2u) << changed.allExamples();
+
+  // A retained offset the probe never read back.
+  Synth partial;
+  probedLog(partial);
+  for (int64_t o : {0, 1, 2, 3, 5}) partial.emit(probeRead(o, "k-body-" + std::to_string(o)));
+  partial.emit({{"ev", "app.log.probe.done"}, {"partition", kObject}, {"oldest", 0}, {"next", 6}});
+  EXPECT_EQ(partial.violations("LOG-16"), 1u) << partial.allExamples();
+  EXPECT_EQ(partial.checks.tallies().violations(), 1u) << partial.allExamples();
+}
+
+TEST(LogChecksMutations, FlushIntentLeftAfterATrimBeganWithTheFaultsHealed) {
+  // A trim whose cold write failed (it threw, so no trim.end) may leave its intent while faults last...
+  const auto failedTrim = [](Synth& s) {
+    s.options(true, json{{"maxAgeMs", nullptr}, {"maxRecords", 1}, {"maxBytes", nullptr}});
+    s.append(3, "k");
+    s.emit({{"ev", "log.trim.begin"}, {"now", s.now}});
+    s.intent(0, 1);
+    s.emit(s.coldWrite(0, 1));
+    s.emit({{"ev", "log.cold.failed"}, {"first", 0}, {"last", 1}, {"message", "500"}});
+  };
+  Synth before;
+  failedTrim(before);
+  before.checks.healed();
+  before.checks.finish();
+  EXPECT_EQ(before.checks.tallies().violations(), 0u) << before.allExamples();
+  // ... but a trim that began after heal must finish it.
+  Synth after;
+  after.checks.healed();
+  failedTrim(after);
+  after.checks.finish();
+  EXPECT_EQ(after.violations("LOG-18"), 1u) << after.allExamples();
+}
+
 TEST(LogChecks, AMalformedEventIsAViolationOfTheCheckItFeeds) {
   Synth s;
   EXPECT_NO_THROW(s.emit({{"ev", "log.append.write"}, {"keys", {"a"}}}));

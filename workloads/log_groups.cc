@@ -2,7 +2,8 @@
 // (an `app.consume` event), then commits its nextOffset. After a LogTruncatedError
 // (`app.consume.truncated`) a group resumes at bounds().oldestOffset when its offset was trimmed,
 // else (a lost cold segment) at the next offset. A call whose outcome is uncertain leaves the
-// group's position unknown: it asks its cursor again on the next round.
+// group's position unknown: it asks its cursor again on the next round. Some commits are followed
+// by a late commit of the page's start, which must not move the cursor back (LOG-06).
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 
 namespace durasim::workloads {
 namespace {
+
+constexpr uint32_t kLateCommitPpm = 50'000;  // after a commit, the page's start is committed again, late
 
 struct GroupPosition {
   std::optional<int64_t> from;       // where the next read starts; unknown after an uncertain call
@@ -97,6 +100,11 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
   if (committed.ok()) {
     position.from = next;
     position.committed = next;
+    if (run.chance(kLateCommitPpm)) {  // the commit of the page's start, late: it must change nothing (LOG-06)
+      const nlohmann::json lateArgs = {{"consumer", group}, {"offset", from}};
+      Task<Reply> late = run.client->call(name, "commit", lateArgs);
+      (void)co_await late;
+    }
   } else {
     position.from.reset();
   }

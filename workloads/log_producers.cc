@@ -3,11 +3,13 @@
 // An uncertain outcome (RPC failure, lost reply, RoutingTimeoutError) is retried with the same batch
 // and keys, pinned to the shard the first attempt reached, until a definite answer. Some batches are
 // invalid (empty, oversized, an empty key) and must be rejected (LOG-14); every accepted batch is an
-// `app.produce` event. Some batches are first pushed through a sharding function that names no shard,
-// which must be refused before anything is sent (RTE-10). Every push and every run of the invoke
-// function is an `app.rte.*` event: what the RTE checks judge the routing client by. A heartbeat
-// pushes pings through the same default-selection client (an append's own envelope always counts
-// the append in flight, so only a ping's lets the width shrink).
+// `app.produce` event. Some valid batches repeat a key with another body (LOG-02). An append that
+// throws a library error instead of answering in its envelope breaks LOG-14. Some batches are first
+// pushed through a sharding function that names no shard, which must be refused before anything is
+// sent (RTE-10). Every push and every run of the invoke function is an `app.rte.*` event: what the
+// RTE checks judge the routing client by. A heartbeat pushes pings through the same default-selection
+// client (an append's own envelope always counts the append in flight, so only a ping's lets the
+// width shrink).
 #include <functional>
 #include <string>
 #include <string_view>
@@ -24,7 +26,8 @@ namespace {
 constexpr int64_t kMaxThinkMs = 4'000;
 constexpr int64_t kMaxPadBytes = 200;
 constexpr uint32_t kInvalidBatchPpm = 60'000;  // 6% of batches are invalid
-constexpr uint32_t kRefusedPushPpm = 30'000;  // 3% are first pushed to no shard
+constexpr uint32_t kDuplicateKeyPpm = 150'000;  // 15% of valid batches repeat a key with another body
+constexpr uint32_t kRefusedPushPpm = 30'000;    // 3% are first pushed to no shard
 constexpr int64_t kMinHeartbeatMs = 2'000, kMaxHeartbeatMs = 8'000;
 constexpr Backoff kPushBackoff{500, 30'000};
 
@@ -71,6 +74,7 @@ Task<void> LogProducers::producer(int64_t p) {
     } else {
       const int64_t size = run_.draw(1, run_.base.maxBatchSize);
       for (int64_t r = 0; r < size; ++r) records.push_back(record(p, seq++));
+      if (size > 1 && run_.chance(kDuplicateKeyPpm)) records.back() = repeated(p, records[run_.draw(0, size - 2)]);
     }
     Task<void> producing = produce(p, records, invalid);
     co_await producing;
@@ -115,11 +119,20 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
   ++calls_;
   std::optional<AppendResult> result;
   try {
-    Stub stub = run_.runtime->client(LogPartition::kClass).get(partitionOfShard(address.shard));
+    const std::string name = partitionOfShard(address.shard);
+    Stub stub = run_.runtime->client(LogPartition::kClass).get(name);
     const std::string method = batch.ping ? "ping" : "append";
     const nlohmann::json args = batch.ping ? nlohmann::json::object() : nlohmann::json{{"records", batch.records}};
     Task<nlohmann::json> calling = stub.call(method, args);
-    result.emplace(appendResultFromJson(co_await calling));
+    const nlohmann::json reply = co_await calling;
+    // append and ping answer in their envelope; a library error thrown instead (the partition's
+    // error reply) breaks LOG-14 and counts as a rejection.
+    const bool enveloped = !reply.contains("error") || reply.contains("success");
+    run_.expectations.check("LOG-14", enveloped, [&] { return name + " " + method + " threw " + reply.at("error").dump() + " instead of returning success = false"; });
+    if (enveloped)
+      result.emplace(appendResultFromJson(reply));
+    else
+      result.emplace(AppendResult::rejected(ErrorInfo{reply.at("error").at("name").get<std::string>(), reply.at("error").at("message").get<std::string>()}, LoadSnapshot{}));
   } catch (...) {
     run_.world->emit(routing_events::kAppInvoked, {{"call", batch.call}, {"threw", true}, {"success", nullptr}});
     throw;
@@ -132,6 +145,12 @@ nlohmann::json LogProducers::record(int64_t p, int64_t seq) {
   const std::string pad(static_cast<std::size_t>(run_.draw(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
   return {{"key", producerName(p) + "-" + std::to_string(seq)},
           {"body", {{"producer", p}, {"seq", seq}, {"pad", pad}}}};
+}
+
+// `original`'s key again, with another body: the log keeps one record, with this last body (LOG-02).
+nlohmann::json LogProducers::repeated(int64_t p, const nlohmann::json& original) {
+  const std::string pad(static_cast<std::size_t>(run_.draw(0, kMaxPadBytes)), 'Z');
+  return {{"key", original.at("key")}, {"body", {{"producer", p}, {"seq", original.at("body").at("seq")}, {"pad", pad}, {"again", true}}}};
 }
 
 // A batch the log must reject: empty, one record over maxBatchSize, or a record with an empty key.
@@ -228,12 +247,16 @@ void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool i
     ++run_.counts.rejected;
     return;
   }
-  nlohmann::json keys = nlohmann::json::array();
-  for (const nlohmann::json& r : records) keys.push_back(r.at("key"));
+  nlohmann::json keys = nlohmann::json::array(), bodies = nlohmann::json::array();
+  for (const nlohmann::json& r : records) {
+    keys.push_back(r.at("key"));
+    bodies.push_back(r.at("body"));
+  }
   run_.counts.appended += static_cast<int64_t>(records.size());
   run_.world->emit(log_events::kAppProduce, {{"partition", partitionLabel(partitionOfShard(shard))},
                                    {"producer", producerName(p)},
                                    {"keys", keys},
+                                   {"bodies", bodies},
                                    {"offsets", reply.value}});
 }
 

@@ -1,7 +1,7 @@
 // The roles of the log workload (log_workload.cc wires them) and the state they share in one run:
 // producers (log_producers.cc), consumer groups (log_groups.cc), leased pollers (log_leasers.cc),
-// the cold lifecycle mirror (log_mirror.cc) and the retirer of a drained partition
-// (log_retirer.cc). The roles draw from the workload's stream (the
+// the cold lifecycle mirror (log_mirror.cc), the retirer of a drained partition
+// (log_retirer.cc) and the read probe (log_probe.cc). The roles draw from the workload's stream (the
 // routing clients from their own) and check the definite answers they get against what the spec
 // requires (LOG-14, LSE-04, LSE-11, LSE-16) in the shared expectations.
 // Names: partitions "p<i>" (objects "LogPartition/p<i>"), producers "P<i>", groups "g<i>", leased
@@ -73,6 +73,7 @@ struct LogRun {
   std::unique_ptr<ObjectClient> client;  // calls to the partitions
   sim::Tallies expectations;             // the definite answers checked against the spec
   bool healed = false;
+  bool probed = false;  // the read probe read every partition back
   LogCounts counts;
 
   int64_t draw(int64_t lo, int64_t hi) { return world->random().between(stream, lo, hi); }
@@ -123,6 +124,7 @@ class LogProducers {
  private:
   Task<AppendResult> invokeAppend(const ShardAddress& address, const AppendBatch& batch);
   nlohmann::json record(int64_t p, int64_t seq);
+  nlohmann::json repeated(int64_t p, const nlohmann::json& original);
   nlohmann::json invalidBatch(int64_t p, int64_t& seq);
   Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid);
   Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
@@ -152,5 +154,8 @@ Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k);
 Task<void> coldMirror(LogRun& run);
 // The retirer of partition `run.retiring` (log_retirer.cc): runs until it retired it.
 Task<void> partitionRetirer(LogRun& run);
+// The read probe (log_probe.cc): once the producers are done, reads every retained offset back;
+// after heal, trims every partition once.
+Task<void> readProbe(LogRun& run);
 
 }  // namespace durasim::workloads

@@ -1,15 +1,16 @@
-// The log workload: LogPartition objects driven by world tasks in five roles (log_roles.h) —
-// producers pushing batches through routing (and a heartbeat pinging through it), consumer groups
-// reading by cursor, leased pollers,
-// with cold storage a mirror of the bucket's lifecycle rule, and in half of the seeds a retirer that
-// removes one drained partition's log. This file draws the per-seed configuration (retention mix,
-// cold or not, maxBatchSize in [5, 20], leases with maxParallelism in [2, 4], leaseMs, sometimes
-// maxAttempts with an onPoison; one partition without leases; the partition to retire), states it
-// in `workload.config`, and wires the phases.
-// Drained: producers done, every group and leased consumer at nextOffset on each partition that
-// still has its log, the partition to retire retired, no runtime work pending. Checked here: what
-// the workload's own calls must answer (LOG-14, LSE-04, LSE-11, LSE-16); it feeds the LOG (with
-// SCH-11 for the log's schema), LSE and RTE families, whose checkers observe the trace.
+// The log workload: LogPartition objects driven by world tasks in seven roles (log_roles.h) —
+// producers pushing batches through routing, a heartbeat pinging through it, consumer groups reading
+// by cursor, leased pollers, with cold storage a mirror of the bucket's lifecycle rule, in half of
+// the seeds a retirer that removes one drained partition's log, and a read probe that reads every
+// retained offset back once the producers are done (option probe=false leaves it out). This file
+// draws the per-seed configuration (retention mix, cold or not, maxBatchSize in [5, 20], leases with
+// maxParallelism in [2, 4], leaseMs, sometimes maxAttempts with an onPoison; one partition without
+// leases; the partition to retire), states it in `workload.config`, and wires the phases.
+// Drained: producers done, no heartbeat ping in flight, the read probe done, every group and leased
+// consumer at nextOffset on each partition that still has its log, the partition to retire retired,
+// no runtime work pending. Checked here: what the workload's own calls must answer (LOG-14, LSE-04,
+// LSE-11, LSE-16); it feeds the LOG (with SCH-11 for the log's schema), LSE and RTE families, whose
+// checkers observe the trace.
 #include "workloads/log_workload.h"
 
 #include <map>
@@ -35,12 +36,14 @@ constexpr uint32_t kRetirePpm = 500'000;  // seeds that retire a partition with 
 class LogWorkload final : public Workload {
  public:
   explicit LogWorkload(const nlohmann::json& options) {
-    reject_unknown_options(options, "log", {"partitions", "producers", "groups", "leasers", "ops"});
+    reject_unknown_options(options, "log", {"partitions", "producers", "groups", "leasers", "ops", "probe"});
     run_.partitions = positive_option(options, "log", "partitions", kDefaultPartitions);
     run_.producers = positive_option(options, "log", "producers", kDefaultProducers);
     run_.groups = count_option(options, "groups", kDefaultGroups);
     run_.leasers = count_option(options, "leasers", kDefaultLeasers);
     run_.ops = positive_option(options, "log", "ops", kDefaultOpsPerProducer);
+    // probe=false: no read probe (to see what the campaign catches without it)
+    probe_ = !options.contains("probe") || options.at("probe") != false;
   }
 
   void setup(sim::World& world, faults::FaultPlan& faults) override {
@@ -70,6 +73,7 @@ class LogWorkload final : public Workload {
     if (run_.base.cold) world.tasks().spawn("log.cold.mirror", coldMirror(run_));
     if (run_.retiring) world.tasks().spawn("log.retirer", partitionRetirer(run_));
     world.tasks().spawn("log.heartbeat", producers_->heartbeat());
+    if (probe_) world.tasks().spawn("log.read.probe", readProbe(run_));
   }
 
   void heal(sim::World&) override {
@@ -78,7 +82,8 @@ class LogWorkload final : public Workload {
   }
 
   bool drained() const override {
-    return producersDone() && producers_->heartbeatIdle() && retiredAsDrawn() && run_.runtime->pending().empty() && behind().empty();
+    return producersDone() && producers_->heartbeatIdle() && retiredAsDrawn() && (run_.probed || !probe_) &&
+           run_.runtime->pending().empty() && behind().empty();
   }
 
   std::vector<std::string> pending() const override {
@@ -87,6 +92,7 @@ class LogWorkload final : public Workload {
       items.push_back(std::to_string(run_.producers - run_.counts.producersDone) + " producers still running");
     if (!producers_->heartbeatIdle()) items.push_back("a heartbeat ping in flight");
     if (!retiredAsDrawn()) items.push_back(partitionLabel(partitionName(*run_.retiring)) + " not retired yet");
+    if (probe_ && !run_.probed) items.push_back("the read probe has not read every partition back");
     for (const std::string& item : behind()) items.push_back(item);
     return items;
   }
@@ -207,6 +213,7 @@ class LogWorkload final : public Workload {
   }
 
   LogRun run_;
+  bool probe_ = true;
   std::unique_ptr<LogProducers> producers_;
 };
 
