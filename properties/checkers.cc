@@ -68,14 +68,15 @@ struct AlarmPolicy {
   };
   int64_t defaultMaxAttempts = model::kDefaultMaxAttempts;
   std::map<std::string, Family> families;
-  int64_t alarmMinDelayMs = 0;
+  AlarmChecks::SchedulerView scheduler;
 
   const Family* family(const std::string& name) const {
     const auto found = families.find(name.substr(0, name.find('.')));
     return found == families.end() ? nullptr : &found->second;
   }
   void learn(const json& config) {
-    alarmMinDelayMs = config.value("alarmMinDelayMs", alarmMinDelayMs);
+    scheduler.alarmMinDelayMs = config.value("alarmMinDelayMs", scheduler.alarmMinDelayMs);
+    scheduler.alarmHandoffMs = config.value("alarmHandoffMs", scheduler.alarmHandoffMs);
     defaultMaxAttempts = config.value("defaultMaxAttempts", defaultMaxAttempts);
     if (!config.contains("alarmPolicies")) return;
     for (const auto& [name, p] : config.at("alarmPolicies").items()) {
@@ -118,11 +119,13 @@ class AlarmFamilies final : public Checker {
   void record(const json& event) override {
     if (event.value("ev", "") == "workload.config") policy_->learn(event);
     checks_.record(event);
-    if (phase_of(event) != "check") return;
+    const std::string phase = phase_of(event);
+    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>(), policy_->scheduler);
+    if (phase != "check") return;
     std::map<std::string, std::optional<int64_t>> stored;
     for (const std::string& label : stores_.labels())
       if (of_class(label, className_)) stored[label] = stores_.live_alarm(label);
-    checks_.finish(stored, event.at("t").get<int64_t>(), policy_->alarmMinDelayMs);
+    checks_.finish(stored, event.at("t").get<int64_t>(), policy_->scheduler.alarmMinDelayMs);
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 
