@@ -1,6 +1,7 @@
 // The checker registry; see checkers.h. Each entry adapts one checker of properties/ to the run's
 // phases: it forwards every event, finishes the checker at "phase: check" (reading what it needs at
-// that instant from the store view) and, for the log, tells it of the heal at "phase: liveness".
+// that instant from the store view) and, for the log, the leases and the alarms, tells it of the heal
+// at "phase: liveness".
 #include "properties/checkers.h"
 
 #include <algorithm>
@@ -59,8 +60,9 @@ class RuntimeFamily final : public Checker {
 
 // The application's named-alarm policy as the workload describes it in its "workload.config" event:
 // {"alarmPolicies": {"<family>": {"maxAttempts": n, "retryDelayMs": d, "invalid": bool}},
-//  "defaultMaxAttempts": n}; a family is the part of a name before its first '.'. Names without an
-// entry use the default attempts and the default retry delay.
+//  "defaultMaxAttempts": n, "alarmMinDelayMs": n, "alarmHandoffMs": n}; a family is the part of a
+// name before its first '.'. Names without an entry use the default attempts and the default retry
+// delay. The scheduler options bound SCH-14.
 struct AlarmPolicy {
   struct Family {
     std::optional<int64_t> maxAttempts, retryDelayMs;
