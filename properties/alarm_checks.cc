@@ -47,8 +47,27 @@ std::string AlarmChecks::invariant_for(const std::string& ev) const {
 AlarmChecks::Key AlarmChecks::key(const json& event) const { return {label(event), num(event, "incarnation")}; }
 
 void AlarmChecks::observe(const std::string& ev, const json& e) {
-  if (!mine(e) || !e.contains("incarnation")) return;
+  if (!mine(e)) return;
+  const std::string& object = label(e);
+  if (ev == "alarm.failure" && e.contains("next")) {  // the runtime retries a failed alarm run then
+    int64_t& retryAt = objects_[object].platformRetryAt;
+    retryAt = std::max(retryAt, num(e, "next"));
+    return;
+  }
+  if (!e.contains("incarnation")) return;
   ++seq_;
+  dispatch(ev, e);
+  if (!hasAlarmTable(object)) return;
+  ObjectState& obj = objects_[object];
+  obj.rows = readRows(object);
+  if (!healedAt_) return;
+  const int64_t t = num(e, "t");
+  judgeTakeUps(object, t);  // before this event's pass counts: a pass after the deadline is too late
+  if (ev == "commit" || ev == "commit.noop") notePending(object, t);
+  if (ev == scheduler_events::kAlarmStart) onPassStart(object, t);
+}
+
+void AlarmChecks::dispatch(const std::string& ev, const json& e) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
@@ -210,8 +229,9 @@ void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std
   if (!next) {
     // While the platform's alarm handler runs, getAlarm() hides the firing alarm (runtime.md 7.3): the
     // engine could not see it, and the runtime deletes it when the handler succeeds.
+    // SCH-01 at every commit that reconciled, not only at quiescence: nothing pending, no alarm.
     const bool hidden = !r.before && !r.written;
-    tallies_.check("SCH-02", !alarm || hidden, [&] { return object + " keeps an alarm at " + str(alarm) + " with nothing pending"; });
+    tallies_.check("SCH-01", !alarm || hidden, [&] { return object + " keeps an alarm at " + str(alarm) + " with nothing pending"; });
     return;
   }
   const int64_t target = std::max(*next, r.now + r.minDelay);
@@ -241,6 +261,17 @@ void AlarmChecks::checkRows(const std::string& object) {
 
 std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
   return reader_(object, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'").one().optInt64("next");
+}
+
+std::map<std::string, AlarmChecks::RowState> AlarmChecks::readRows(const std::string& object) {
+  std::map<std::string, RowState> rows;
+  const auto optText = [](const SqlRow& r, const char* column) {
+    return r.isNull(column) ? std::nullopt : std::optional<std::string>(r.text(column));
+  };
+  for (const SqlRow& r : reader_(object, "SELECT * FROM " DURASIM_ALARMS).toVector())
+    rows[r.text("name")] = RowState{r.text("generation_id"), r.text("status"), r.int64("attempt"), r.int64("next_attempt_at"),
+                                    optText(r, "last_error"), optText(r, "last_error_name")};
+  return rows;
 }
 
 std::optional<SqlRow> AlarmChecks::row(const std::string& object, const std::string& name) {
@@ -370,27 +401,34 @@ void AlarmChecks::onInvoke(const json& e) {
   obj.highestInvoked[occurrence] = std::max(obj.highestInvoked[occurrence], attempt);
 }
 
-// ALM-03: what a fenced write did, against the row it left.
+// ALM-03: a fenced write changes exactly the row its generation and attempt name, as the row was
+// just before it (read after the object's previous event: every alarm-table write probes), and a
+// stale one changes nothing at all.
 void AlarmChecks::onWrite(const json& e) {
   const std::string object = label(e);
+  ObjectState& obj = objects_[object];
   const std::string name = text(e, "name"), generation = text(e, "generation"), write = text(e, "write");
   const int64_t attempt = num(e, "attempt");
   const bool matched = e.at("matched").get<bool>();
-  const std::optional<SqlRow> r = row(object, name);
-  const bool sameGeneration = r && r->text("generation_id") == generation;
+  const auto found = obj.rows.find(name);
+  const std::optional<RowState> before = found == obj.rows.end() ? std::nullopt : std::optional<RowState>(found->second);
+  const std::map<std::string, RowState> rows = readRows(object);
+  const auto left = rows.find(name);
+  const std::optional<RowState> after = left == rows.end() ? std::nullopt : std::optional<RowState>(left->second);
+  const bool fenced = before && before->generation == generation && before->status == "pending" &&
+                      (write == "exhaust" ? before->attempt >= policy_.maxAttempts(name) : before->attempt == attempt);
   bool ok;
-  if (write == "delete") {
-    ok = matched ? !sameGeneration : !(sameGeneration && r->text("status") == "pending" && r->int64("attempt") == attempt);
-    if (matched) objects_[object].succeeded.insert({name, generation});
-  } else if (matched) {
-    ok = sameGeneration && r->text("status") == text(e, "status") && r->int64("attempt") == attempt;
-  } else {
-    ok = !(sameGeneration && r->text("status") == "pending" &&
-           (write == "failure" ? r->int64("attempt") == attempt : r->int64("attempt") >= policy_.maxAttempts(name)));
-  }
+  if (!fenced)
+    ok = after == before;
+  else if (write == "delete")
+    ok = !after;
+  else
+    ok = after && after->generation == generation && after->status == text(e, "status") && after->attempt == before->attempt;
+  if (write == "delete" && matched) obj.succeeded.insert({name, generation});
   tallies_.check("ALM-03", ok, [&] {
-    return object + " " + write + " write of " + name + " attempt " + str(attempt) + (matched ? " matched" : " missed") +
-           " against the row's generation and attempt";
+    return object + " " + write + " write of " + name + " generation " + generation + " attempt " + str(attempt) +
+           (fenced ? " did not write its own row" : " changed a row its fence does not match") + " (row before: " +
+           (before ? before->generation + " " + before->status + " attempt " + str(before->attempt) : std::string("none")) + ")";
   });
 }
 
@@ -479,6 +517,64 @@ void AlarmChecks::onScheduleWrite(const json& e) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// SCH-14 after heal: every pending row is taken up by an alarm pass that starts at or after its due
+// time, no later than takeUpDeadline(). A pass that finds the row's name still running waits for it
+// and a later pass takes the row up; a claim gives the row a new attempt, which awaits the next pass.
+
+void AlarmChecks::healed(int64_t t, const SchedulerView& scheduler) {
+  healedAt_ = t;
+  scheduler_ = scheduler;
+  for (const auto& [object, obj] : objects_)
+    if (hasAlarmTable(object)) notePending(object, t);
+}
+
+void AlarmChecks::notePending(const std::string& object, int64_t t) {
+  ObjectState& obj = objects_[object];
+  std::map<PendingKey, TakeUp> awaiting;
+  for (const auto& [name, r] : obj.rows) {
+    if (r.status != "pending") continue;
+    const PendingKey key{name, r.generation, r.attempt, r.nextAttemptAt};
+    const auto known = obj.awaitingPass.find(key);
+    awaiting[key] = known != obj.awaitingPass.end() ? known->second : TakeUp{r.nextAttemptAt, t};
+  }
+  obj.awaitingPass = std::move(awaiting);  // rows no longer pending, or changed, were taken up
+}
+
+void AlarmChecks::onPassStart(const std::string& object, int64_t t) {
+  std::map<PendingKey, TakeUp>& awaiting = objects_[object].awaitingPass;
+  std::erase_if(awaiting, [&](const auto& entry) {
+    const bool takenUp = entry.second.due <= t + kClockOffsetMs;
+    if (takenUp) tallies_.check("SCH-14", true, [] { return std::string(); });
+    return takenUp;
+  });
+}
+
+// The row's due time, or when it was first seen pending after heal, or the runtime's retry of a
+// failed alarm run, whichever is latest; then the physical alarm's delay (alarmMinDelayMs, SCH-02),
+// one alarm run of the object still in progress (it returns by alarmHandoffMs, SCH-10) and a clock
+// offset. A fire drawn late before heal may still be pending up to kAlarmLateMs after it.
+int64_t AlarmChecks::takeUpDeadline(const ObjectState& obj, const TakeUp& takeUp) const {
+  const int64_t ready = std::max({takeUp.due, takeUp.seenAt, obj.platformRetryAt, *healedAt_ + kAlarmLateMs});
+  return ready + scheduler_.alarmMinDelayMs + scheduler_.alarmHandoffMs + kClockOffsetMs;
+}
+
+void AlarmChecks::judgeTakeUps(const std::string& object, int64_t t) {
+  ObjectState& obj = objects_[object];
+  for (auto it = obj.awaitingPass.begin(); it != obj.awaitingPass.end();) {
+    const int64_t deadline = takeUpDeadline(obj, it->second);
+    if (deadline >= t) {
+      ++it;
+      continue;
+    }
+    tallies_.check("SCH-14", false, [&] {
+      return object + " row " + std::get<0>(it->first) + " attempt " + str(std::get<2>(it->first)) + " due at " + str(it->second.due) +
+             " was taken up by no alarm pass by " + str(deadline) + " (first seen pending at " + str(it->second.seenAt) + ")";
+    });
+    it = obj.awaitingPass.erase(it);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The end of the run
 
 void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs) {
@@ -502,6 +598,7 @@ void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& st
     tallies_.check("SCH-14", !next || *next > now - alarmMinDelayMs - kPlatformLatenessMs, [&] {
       return object + " pending row due at " + str(next) + " was never taken up (now " + str(now) + ")";
     });
+    if (healedAt_) judgeTakeUps(object, now);
     std::map<std::string, std::pair<std::string, std::string>> rows;  // name -> (generation, status)
     for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status FROM " DURASIM_ALARMS).toVector()) {
       rows[r.text("name")] = {r.text("generation_id"), r.text("status")};

@@ -2,9 +2,12 @@
 // and named alarms. It observes the trace as it is recorded: the engine's probes ("sch.*", "alm.*"),
 // the runtime's commit, confirmation and incarnation events; state checks read the object's live
 // store at the instant of the event through a StoreReader, so they see exactly what the engine left.
-//   [S] at commits: SCH-02/04 (the stored alarm against an independently computed next), ALM-05;
-//       at the write itself: ALM-08 (the row a schedule wrote), ALM-10 (purge cutoff), ALM-11 (cancel)
-//   [H] SCH-03, 05, 06, 07, 08, 09, 10, 12, 13; ALM-01, 02, 03, 04, 06, 07, 09, 12
+//   [S] at commits: SCH-01 (no alarm while nothing is pending), SCH-02/04 (the stored alarm against an
+//       independently computed next), ALM-05; at the write itself: ALM-03 (a fenced write against the
+//       row as it was just before it), ALM-08 (the row a schedule wrote), ALM-10 (purge cutoff),
+//       ALM-11 (cancel)
+//   [H] SCH-03, 05, 06, 07, 08, 09, 10, 12, 13; ALM-01, 02, 04, 06, 07, 09, 12
+//   [L] after heal: SCH-14 (every due pending row is taken up by a pass within a bound, below)
 //   at the end (quiescent, after heal): SCH-01, SCH-11, SCH-14, ALM-13, ALM-14
 #pragma once
 
@@ -41,11 +44,21 @@ class AlarmChecks final : public ObjectChecker {
  public:
   AlarmChecks(StoreReader reader, AlarmPolicyView policy, std::string className);
 
+  // The scheduler options the workload states ("workload.config"); SCH-14's bound reads them.
+  struct SchedulerView {
+    int64_t alarmMinDelayMs = 0;
+    int64_t alarmHandoffMs = 0;
+  };
+
+  // Faults healed at trace time `t`: from now on every pending row that is due must be taken up by
+  // an alarm pass (SCH-14) within the bound of takeUpDeadline().
+  void healed(int64_t t, const SchedulerView& scheduler);
   // End-of-run checks over every object of the class, at `now`, with their stored alarms.
   void finish(const std::map<std::string, std::optional<int64_t>>& storedAlarms, int64_t now, int64_t alarmMinDelayMs);
 
-
   static constexpr int64_t kPlatformLatenessMs = 60'000 + 64'000;  // alarm.late plus one uncounted retry
+  static constexpr int64_t kAlarmLateMs = 60'000;        // alarm.late: a fire drawn before heal may still be late
+  static constexpr int64_t kClockOffsetMs = 500;         // clock.incarnation_offset (arbitrary profile)
 
  private:
   using Key = std::pair<std::string, int64_t>;             // object label, incarnation
@@ -76,6 +89,18 @@ class AlarmChecks final : public ObjectChecker {
     std::vector<std::pair<Occurrence, int64_t>> claims;  // claims made in this segment
     void merge(CommitNotes&& other);
   };
+  // A row as the checker last read it (ALM-03 compares a fenced write with the row just before it).
+  struct RowState {
+    std::string generation, status;
+    int64_t attempt = 0, nextAttemptAt = 0;
+    std::optional<std::string> lastError, lastErrorName;
+    bool operator==(const RowState&) const = default;
+  };
+  // SCH-14: a pending row (name, generation, attempt, due) seen after heal, and when it was first seen.
+  struct TakeUp {
+    int64_t due = 0, seenAt = 0;
+  };
+  using PendingKey = std::tuple<std::string, std::string, int64_t, int64_t>;
   struct PurgeExpectation {  // counted when a purge began
     int64_t older = 0, atCutoff = 0;
   };
@@ -111,9 +136,13 @@ class AlarmChecks final : public ObjectChecker {
     std::map<std::string, uint64_t> lastDurableCancel;        // name -> cancel.begin of the latest durable cancel
     std::map<int64_t, uint64_t> purgeBeginSeq;                // before -> latest purge.begin
     std::vector<std::pair<uint64_t, int64_t>> durablePurges;  // (purge.begin sequence, before)
+    std::map<std::string, RowState> rows;                     // the rows after the object's last event
+    std::map<PendingKey, TakeUp> awaitingPass;                // SCH-14: due rows no pass has taken up yet
+    int64_t platformRetryAt = 0;  // the latest retry time the runtime announced for a failed alarm run
   };
 
   void observe(const std::string& ev, const nlohmann::json& e) override;
+  void dispatch(const std::string& ev, const nlohmann::json& e);
   void onHandlerRan(const nlohmann::json& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
   std::string invariant_for(const std::string& ev) const override;
@@ -138,6 +167,13 @@ class AlarmChecks final : public ObjectChecker {
   void onScheduleWrite(const nlohmann::json& e);
 
   void checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm);
+  std::map<std::string, RowState> readRows(const std::string& object);
+  // SCH-14: records the due pending rows of `object` not yet awaiting a pass, as seen at trace time t.
+  void notePending(const std::string& object, int64_t t);
+  void onPassStart(const std::string& object, int64_t t);
+  // Reports every row of `object` still awaiting a pass whose deadline lies before trace time t.
+  void judgeTakeUps(const std::string& object, int64_t t);
+  int64_t takeUpDeadline(const ObjectState& obj, const TakeUp& takeUp) const;
   void checkRows(const std::string& object);
   std::optional<int64_t> independentNext(const std::string& object);
   std::optional<SqlRow> row(const std::string& object, const std::string& name);
@@ -150,6 +186,8 @@ class AlarmChecks final : public ObjectChecker {
   // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.
   std::map<std::tuple<std::string, int64_t, int64_t>, PurgeExpectation> purgeExpected_;
   uint64_t seq_ = 0;  // events seen
+  std::optional<int64_t> healedAt_;
+  SchedulerView scheduler_;
 };
 
 }  // namespace durasim::properties

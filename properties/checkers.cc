@@ -1,6 +1,7 @@
 // The checker registry; see checkers.h. Each entry adapts one checker of properties/ to the run's
 // phases: it forwards every event, finishes the checker at "phase: check" (reading what it needs at
-// that instant from the store view) and, for the log, tells it of the heal at "phase: liveness".
+// that instant from the store view) and, for the log, the leases and the alarms, tells it of the heal
+// at "phase: liveness".
 #include "properties/checkers.h"
 
 #include <algorithm>
@@ -59,8 +60,9 @@ class RuntimeFamily final : public Checker {
 
 // The application's named-alarm policy as the workload describes it in its "workload.config" event:
 // {"alarmPolicies": {"<family>": {"maxAttempts": n, "retryDelayMs": d, "invalid": bool}},
-//  "defaultMaxAttempts": n}; a family is the part of a name before its first '.'. Names without an
-// entry use the default attempts and the default retry delay.
+//  "defaultMaxAttempts": n, "alarmMinDelayMs": n, "alarmHandoffMs": n}; a family is the part of a
+// name before its first '.'. Names without an entry use the default attempts and the default retry
+// delay. The scheduler options bound SCH-14.
 struct AlarmPolicy {
   struct Family {
     std::optional<int64_t> maxAttempts, retryDelayMs;
@@ -68,14 +70,15 @@ struct AlarmPolicy {
   };
   int64_t defaultMaxAttempts = model::kDefaultMaxAttempts;
   std::map<std::string, Family> families;
-  int64_t alarmMinDelayMs = 0;
+  AlarmChecks::SchedulerView scheduler;
 
   const Family* family(const std::string& name) const {
     const auto found = families.find(name.substr(0, name.find('.')));
     return found == families.end() ? nullptr : &found->second;
   }
   void learn(const json& config) {
-    alarmMinDelayMs = config.value("alarmMinDelayMs", alarmMinDelayMs);
+    scheduler.alarmMinDelayMs = config.value("alarmMinDelayMs", scheduler.alarmMinDelayMs);
+    scheduler.alarmHandoffMs = config.value("alarmHandoffMs", scheduler.alarmHandoffMs);
     defaultMaxAttempts = config.value("defaultMaxAttempts", defaultMaxAttempts);
     if (!config.contains("alarmPolicies")) return;
     for (const auto& [name, p] : config.at("alarmPolicies").items()) {
@@ -118,11 +121,13 @@ class AlarmFamilies final : public Checker {
   void record(const json& event) override {
     if (event.value("ev", "") == "workload.config") policy_->learn(event);
     checks_.record(event);
-    if (phase_of(event) != "check") return;
+    const std::string phase = phase_of(event);
+    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>(), policy_->scheduler);
+    if (phase != "check") return;
     std::map<std::string, std::optional<int64_t>> stored;
     for (const std::string& label : stores_.labels())
       if (of_class(label, className_)) stored[label] = stores_.live_alarm(label);
-    checks_.finish(stored, event.at("t").get<int64_t>(), policy_->alarmMinDelayMs);
+    checks_.finish(stored, event.at("t").get<int64_t>(), policy_->scheduler.alarmMinDelayMs);
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 

@@ -190,5 +190,77 @@ TEST(AlarmChecksStream, ATimerForANextThePhysicalAlarmHoldsViolatesSch06) {
   EXPECT_EQ(tallies.count("SCH-05") ? tallies.at("SCH-05").violated : 0u, 0u);
 }
 
+// A checker over a bare store holding the alarms table, fed hand-made events of object "AlarmApp/a".
+class StreamRig {
+ public:
+  StreamRig()
+      : checks_(properties::StoreReader{[this](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) {
+                  return store_.exec(sql, params);
+                }},
+                policy_.view(), "AlarmApp") {
+    store_.exec(
+        "CREATE TABLE durability_alarms (name TEXT PRIMARY KEY, generation_id TEXT NOT NULL, status TEXT NOT NULL,"
+        " scheduled_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
+        " last_error TEXT, last_error_name TEXT, created_at INTEGER NOT NULL)",
+        {});
+  }
+  void sql(std::string_view statement) { store_.exec(statement, {}); }
+  void record(const char* ev, int64_t t, json fields = json::object()) {
+    fields["ev"] = ev;
+    fields["t"] = t;
+    fields["object"] = "AlarmApp/a";
+    fields["incarnation"] = 1;
+    checks_.record(fields);
+  }
+  properties::AlarmChecks& checks() { return checks_; }
+  uint64_t violations(const std::string& id) const {
+    const auto& tallies = checks_.tallies().by_id();
+    return tallies.count(id) ? tallies.at(id).violated : 0u;
+  }
+
+ private:
+  sim::SqliteStore store_{sim::SqlEnvironment{[] { return uint64_t{7}; }, [] { return int64_t{0}; }}};
+  AlarmPolicyStub policy_;
+  properties::AlarmChecks checks_;
+};
+
+// SCH-01 is judged at every commit that reconciled, not only at quiescence: a reconcile that found
+// nothing pending and kept a visible alarm breaks it (SCH-02 says nothing without a next).
+TEST(AlarmChecksStream, AnAlarmKeptWithNothingPendingViolatesSch01AtTheCommit) {
+  StreamRig rig;
+  rig.record("sch.reconcile", 1000, {{"now", 1000}, {"next", nullptr}, {"before", 6000}, {"written", nullptr}, {"deleted", false}, {"min_delay", 5000}});
+  rig.record("commit", 1000, {{"commit", 1}, {"alarm", 6000}});
+  EXPECT_EQ(rig.violations("SCH-01"), 1u);
+  EXPECT_EQ(rig.violations("SCH-02"), 0u);
+}
+
+// ALM-03 compares a write with the row just before it: a success delete of generation A that
+// removed generation B's row matched something it must not, though no row of A is left after it.
+TEST(AlarmChecksStream, ADeleteThatRemovedAnotherGenerationViolatesAlm03) {
+  StreamRig rig;
+  rig.sql("INSERT INTO durability_alarms VALUES ('self.0', 'B', 'pending', 5000, 5000, 0, NULL, NULL, 1000)");
+  rig.record("sch.alarm.start", 1000, {{"platform", true}});
+  rig.sql("DELETE FROM durability_alarms WHERE name = 'self.0'");
+  rig.record("alm.write", 1001, {{"name", "self.0"}, {"generation", "A"}, {"attempt", 1}, {"write", "delete"}, {"matched", true}});
+  EXPECT_EQ(rig.violations("ALM-03"), 1u);
+}
+
+// SCH-14 bounds how late a due row is taken up after heal: a row due at 10,000 must see a pass by
+// max(due, heal + alarm.late) + alarmMinDelayMs + alarmHandoffMs + clock offset = 96,500. A pass at
+// 150,000 that then runs it leaves nothing overdue at the end, so only the bound rejects it.
+TEST(AlarmChecksStream, ARowTakenUpAfterTheBoundViolatesSch14) {
+  for (const int64_t passAt : {90'000, 150'000}) {
+    StreamRig rig;
+    rig.sql("INSERT INTO durability_alarms VALUES ('ok.0', 'A', 'pending', 10000, 10000, 0, NULL, NULL, 500)");
+    rig.record("sch.alarm.start", 500, {{"platform", true}});
+    rig.checks().healed(1000, {5000, 30000});
+    rig.record("sch.alarm.start", passAt, {{"platform", true}});
+    rig.sql("DELETE FROM durability_alarms");
+    rig.record("commit", passAt + 1, {{"commit", 1}, {"alarm", nullptr}});
+    rig.checks().finish({{"AlarmApp/a", std::nullopt}}, 200'000, 5000);
+    EXPECT_EQ(rig.violations("SCH-14"), passAt > 96'500 ? 1u : 0u) << passAt;
+  }
+}
+
 }  // namespace
 }  // namespace durasim

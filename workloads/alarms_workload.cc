@@ -24,6 +24,9 @@ constexpr int64_t kDefaultClients = 2;
 constexpr int64_t kDefaultOpsPerClient = 25;
 constexpr int64_t kDefaultNamesPerFamily = 1;
 constexpr int64_t kMaxThinkMs = 5'000;
+// After its dense calls each client makes a few more, far apart, so that calls continue after heal:
+// their reconciles are the unrelated wakeups that take up work the scheduler failed to arm (SCH-14).
+constexpr int64_t kLateOpsPerClient = 5, kMaxLatePauseMs = 300'000;
 constexpr int64_t kScheduleAheadMinMs = -5'000, kScheduleAheadMaxMs = 60'000;
 constexpr int64_t kPurgeLookBackMs = 120'000;
 constexpr int64_t kScheduleGridMs = 5'000;
@@ -121,8 +124,8 @@ class AlarmsWorkload final : public Workload {
 
   Task<void> client(int64_t c) {
     const std::vector<std::string> names = alarmNames(namesPerFamily_);
-    for (int64_t i = 0; i < ops_; ++i) {
-      co_await world_->sleep_for(draw(0, kMaxThinkMs));
+    for (int64_t i = 0; i < ops_ + kLateOpsPerClient; ++i) {
+      co_await world_->sleep_for(draw(0, i < ops_ ? kMaxThinkMs : kMaxLatePauseMs));
       const std::string target = objectName(draw(0, objects_ - 1));
       const std::string name = names[static_cast<std::size_t>(draw(0, static_cast<int64_t>(names.size()) - 1))];
       const int64_t roll = draw(0, 99);
