@@ -9,6 +9,7 @@
 #include "cli/seed_run.h"
 #include "engine/runtime_events.h"
 #include "properties/runtime_checks.h"
+#include "tests/tally_result.h"
 
 namespace durasim::properties {
 namespace {
@@ -17,11 +18,7 @@ using nlohmann::json;
 
 constexpr const char* kObj = "Counter/c0";
 
-struct Result {
-  uint64_t checked = 0;
-  uint64_t violated = 0;
-  std::string first;
-};
+using Result = test::TallyResult;
 
 // Feeds `events` to a fresh checker and returns the tally of `id`.
 Result run(const std::string& id, std::initializer_list<json> events) {
@@ -29,13 +26,7 @@ Result run(const std::string& id, std::initializer_list<json> events) {
   for (const json& event : events) checks.record(event);
   sim::Tallies tallies;
   checks.report(tallies);
-  Result result;
-  const auto found = tallies.by_id().find(id);
-  if (found == tallies.by_id().end()) return result;
-  result.checked = found->second.checked;
-  result.violated = found->second.violated;
-  if (!found->second.examples.empty()) result.first = found->second.examples.front();
-  return result;
+  return test::tally_of(tallies, id);
 }
 
 #define EXPECT_PASSES(result)            \

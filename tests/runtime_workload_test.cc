@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/tally_result.h"
 #include "workloads/runtime_workload.h"
 
 namespace durasim::workloads {
@@ -17,21 +18,8 @@ sim::ColdEvent event(const char* bucket, const char* key, sim::ColdEventKind kin
   return {bucket, key, kind, time, "etag", due};
 }
 
-struct Result {
-  uint64_t checked = 0;
-  uint64_t violated = 0;
-  std::string first;
-};
-
-Result tally_of(const sim::Tallies& tallies, const std::string& id) {
-  Result result;
-  const auto found = tallies.by_id().find(id);
-  if (found == tallies.by_id().end()) return result;
-  result.checked = found->second.checked;
-  result.violated = found->second.violated;
-  if (!found->second.examples.empty()) result.first = found->second.examples.front();
-  return result;
-}
+using Result = test::TallyResult;
+using test::tally_of;
 
 Result expiries(const std::vector<sim::ColdEvent>& history) {
   sim::Tallies tallies;
