@@ -87,21 +87,10 @@ Task<void> LogProducers::heartbeat() {
     co_await run_.world->sleep_for(run_.draw(kMinHeartbeatMs, kMaxHeartbeatMs));
     AppendBatch batch{nlohmann::json::array()};
     batch.ping = true;
-    batch.call = ++pushes_;
-    run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", false}, {"timeoutMs", run_.pushTimeoutMs}});
-    std::string_view outcome = "reply";
-    std::optional<bool> success;
     pinging_ = true;
-    try {
-      Task<AppendResult> pushing = routed_->push(batch);
-      success = (co_await pushing).success;
-    } catch (const RpcError&) {
-      outcome = "threw";
-    } catch (const RoutingTimeoutError&) {
-      outcome = "timeout";
-    }
+    Task<std::optional<AppendResult>> pinging = tracedPush(*routed_, batch, false, std::nullopt);
+    co_await pinging;
     pinging_ = false;
-    emitPushed(batch.call, outcome, success);
   }
 }
 
@@ -187,23 +176,11 @@ Task<void> LogProducers::produce(int64_t p, const nlohmann::json& records, bool 
 // shard this push reached, if any.
 Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& shard) {
   AppendBatch batch{records};
-  batch.call = ++pushes_;
-  run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", false}, {"timeoutMs", run_.pushTimeoutMs}});
-  Reply reply;
-  std::string_view outcome = "reply";
-  std::optional<bool> success;
-  try {
-    const nlohmann::json context = {{"shard", shard}};
-    Task<AppendResult> pushing = shard.empty() ? routed_->push(batch) : pinned_->push(batch, context);
-    const AppendResult result = co_await pushing;
-    success = result.success;
-    reply = classifyEnqueue(result);
-  } catch (const RpcError&) {
-    outcome = "threw";
-  } catch (const RoutingTimeoutError&) {
-    outcome = "timeout";
-  }
-  emitPushed(batch.call, outcome, success);
+  std::optional<nlohmann::json> context;
+  if (!shard.empty()) context = nlohmann::json{{"shard", shard}};
+  Task<std::optional<AppendResult>> pushing = tracedPush(shard.empty() ? *routed_ : *pinned_, batch, false, std::move(context));
+  const std::optional<AppendResult> result = co_await pushing;
+  const Reply reply = result ? classifyEnqueue(*result) : Reply{};
   if (!batch.shard->empty()) shard = *batch.shard;
   if (!reply.definite()) ++uncertain_;
   co_return reply;
@@ -213,26 +190,38 @@ Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& s
 // other outcome is recorded for the checks and otherwise ignored (the batch is pushed again anyway).
 Task<void> LogProducers::refusedPush(const nlohmann::json& records) {
   AppendBatch batch{records};
-  batch.call = ++pushes_;
-  run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", true}, {"timeoutMs", run_.pushTimeoutMs}});
-  std::string_view outcome = "reply";
-  std::optional<bool> success;
-  try {
-    Task<AppendResult> pushing = faulty_->push(batch);
-    success = (co_await pushing).success;
-  } catch (const RoutingError&) {
-    outcome = "refused";
-  } catch (const RoutingTimeoutError&) {
-    outcome = "timeout";
-  } catch (const std::exception&) {
-    outcome = "threw";
-  }
-  emitPushed(batch.call, outcome, success);
+  Task<std::optional<AppendResult>> pushing = tracedPush(*faulty_, batch, true, std::nullopt);
+  co_await pushing;
 }
 
-void LogProducers::emitPushed(int64_t call, std::string_view outcome, std::optional<bool> success) {
-  run_.world->emit(routing_events::kAppPushed,
-                   {{"call", call}, {"outcome", outcome}, {"success", success ? nlohmann::json(*success) : nlohmann::json()}});
+// One push of `batch` through `client`, between its `app.rte.push` and `app.rte.pushed` events: the
+// result, or nullopt when the push timed out or the transport failed. For a `faulty` push (its
+// sharding names no shard) RoutingError ("refused") and any other exception ("threw") are outcomes
+// too; for every other push they propagate.
+Task<std::optional<AppendResult>> LogProducers::tracedPush(const AppendClient& client, AppendBatch& batch, bool faulty,
+                                                           std::optional<nlohmann::json> context) {
+  batch.call = ++pushes_;
+  run_.world->emit(routing_events::kAppPush, {{"call", batch.call}, {"faulty", faulty}, {"timeoutMs", run_.pushTimeoutMs}});
+  std::optional<AppendResult> result;
+  std::string_view outcome = "reply";
+  try {
+    Task<AppendResult> pushing = client.push(batch, std::move(context));
+    result.emplace(co_await pushing);
+  } catch (const RoutingTimeoutError&) {
+    outcome = "timeout";
+  } catch (const RpcError&) {
+    outcome = "threw";
+  } catch (const RoutingError&) {
+    if (!faulty) throw;
+    outcome = "refused";
+  } catch (const std::exception&) {
+    if (!faulty) throw;
+    outcome = "threw";
+  }
+  run_.world->emit(routing_events::kAppPushed, {{"call", batch.call},
+                                                {"outcome", outcome},
+                                                {"success", result ? nlohmann::json(result->success) : nlohmann::json()}});
+  co_return result;
 }
 
 void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply,

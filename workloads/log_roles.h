@@ -129,7 +129,8 @@ class LogProducers {
   Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid);
   Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
   Task<void> refusedPush(const nlohmann::json& records);
-  void emitPushed(int64_t call, std::string_view outcome, std::optional<bool> success);
+  Task<std::optional<AppendResult>> tracedPush(const AppendClient& client, AppendBatch& batch, bool faulty,
+                                               std::optional<nlohmann::json> context);
   void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply, const std::string& shard);
   std::string partitionOfShard(const std::string& shard) const;
 
