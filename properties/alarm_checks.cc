@@ -56,10 +56,14 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   }
   if (!e.contains("incarnation")) return;
   ++seq_;
-  dispatch(ev, e);
-  if (!hasAlarmTable(object)) return;
+  // The rows as this event left them, read once: a write is judged against them and the rows kept
+  // from the object's previous event.
+  const bool hasTable = hasAlarmTable(object);
+  std::map<std::string, RowState> rows = hasTable ? readRows(object) : std::map<std::string, RowState>{};
+  dispatch(ev, e, rows);
+  if (!hasTable) return;
   ObjectState& obj = objects_[object];
-  obj.rows = readRows(object);
+  obj.rows = std::move(rows);
   if (!healedAt_) return;
   const int64_t t = num(e, "t");
   judgeTakeUps(object, t);  // before this event's pass counts: a pass after the deadline is too late
@@ -67,7 +71,7 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   if (ev == scheduler_events::kAlarmStart) onPassStart(object, t);
 }
 
-void AlarmChecks::dispatch(const std::string& ev, const json& e) {
+void AlarmChecks::dispatch(const std::string& ev, const json& e, const std::map<std::string, RowState>& rows) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
@@ -93,7 +97,7 @@ void AlarmChecks::dispatch(const std::string& ev, const json& e) {
   if (ev == scheduler_events::kPermit) return onPermit(e);
   if (ev == alarms_events::kClaim) return onClaim(e);
   if (ev == alarms_events::kInvoke) return onInvoke(e);
-  if (ev == alarms_events::kWrite) return onWrite(e);
+  if (ev == alarms_events::kWrite) return onWrite(e, rows);
   if (ev == alarms_events::kSettle) return onSettle(e);
   if (ev == alarms_events::kPurgeBegin) return onPurgeBegin(e);
   if (ev == alarms_events::kPurgeWrite) return onPurgeWrite(e);
@@ -402,9 +406,10 @@ void AlarmChecks::onInvoke(const json& e) {
 }
 
 // ALM-03: a fenced write changes exactly the row its generation and attempt name, as the row was
-// just before it (read after the object's previous event: every alarm-table write probes), and a
+// just before it (read after the object's previous event: every alarm-table write probes) into `rows`
+// (as the write left them), and a
 // stale one changes nothing at all.
-void AlarmChecks::onWrite(const json& e) {
+void AlarmChecks::onWrite(const json& e, const std::map<std::string, RowState>& rows) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   const std::string name = text(e, "name"), generation = text(e, "generation"), write = text(e, "write");
@@ -412,7 +417,6 @@ void AlarmChecks::onWrite(const json& e) {
   const bool matched = e.at("matched").get<bool>();
   const auto found = obj.rows.find(name);
   const std::optional<RowState> before = found == obj.rows.end() ? std::nullopt : std::optional<RowState>(found->second);
-  const std::map<std::string, RowState> rows = readRows(object);
   const auto left = rows.find(name);
   const std::optional<RowState> after = left == rows.end() ? std::nullopt : std::optional<RowState>(left->second);
   const bool fenced = before && before->generation == generation && before->status == "pending" &&

@@ -142,7 +142,7 @@ class AlarmChecks final : public ObjectChecker {
   };
 
   void observe(const std::string& ev, const nlohmann::json& e) override;
-  void dispatch(const std::string& ev, const nlohmann::json& e);
+  void dispatch(const std::string& ev, const nlohmann::json& e, const std::map<std::string, RowState>& rows);
   void onHandlerRan(const nlohmann::json& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
   std::string invariant_for(const std::string& ev) const override;
@@ -159,7 +159,7 @@ class AlarmChecks final : public ObjectChecker {
   void onPermit(const nlohmann::json& e);
   void onClaim(const nlohmann::json& e);
   void onInvoke(const nlohmann::json& e);
-  void onWrite(const nlohmann::json& e);
+  void onWrite(const nlohmann::json& e, const std::map<std::string, RowState>& rows);
   void onSettle(const nlohmann::json& e);
   void onPurgeBegin(const nlohmann::json& e);
   void onPurgeWrite(const nlohmann::json& e);
