@@ -5,7 +5,8 @@
 # Exit 1 when any patch goes undetected or is caught only by other invariants. Slow; not run by CI.
 #   SEEDS=N (default 100)   SCRATCH=DIR (default $TMPDIR/durasim-mutations)
 #   IN_PLACE=1: mutate this tree itself (its build/ directory), reverting each patch with
-#   `git apply -R`; for checking a checker fix before it is committed. Uncommitted changes stay.
+#   `git apply -R`; for checking a checker fix before it is committed. Uncommitted changes stay, and
+#   build/durasim is rebuilt unmutated at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seeds=${SEEDS:-100}
@@ -55,4 +56,6 @@ for patch in "${patches[@]}"; do
   [ "$verdict" = ok ] || failures=$((failures + 1))
   printf '%-44s %-10s %-24s %-6s %s\n' "$name" "$expected" "${caught:--}" "$detected" "$verdict"
 done
+# In place, the last build holds the last mutation: rebuild the tree as it now is.
+[ -z "${IN_PLACE:-}" ] || cmake --build "$scratch/build" -j "$(nproc)" --target durasim >/dev/null
 exit $((failures > 0))
