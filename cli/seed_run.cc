@@ -135,6 +135,7 @@ SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunCo
     trace->config = config.to_json();
     trace->choices = std::move(log);
     trace->events = recorder.lines();
+    trace->event_hashes = recorder.line_hashes();
     trace->event_line_numbers.clear();
     trace->checkpoints = recorder.checkpoints();
     trace->hash = recorder.hash();

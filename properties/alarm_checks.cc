@@ -28,7 +28,7 @@ void AlarmChecks::CommitNotes::merge(CommitNotes&& other) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string AlarmChecks::invariant_for(const std::string& ev) const {
+std::string AlarmChecks::invariant_for(std::string_view ev) const {
   if (ev == "commit" || ev == "commit.noop" || ev == scheduler_events::kReconcile) return "SCH-02";
   if (ev == scheduler_events::kReconcileDurable) return "SCH-05";
   if (ev == scheduler_events::kTimerArm || ev == scheduler_events::kTimerFire || ev == scheduler_events::kTimerCancel) return "SCH-06";
@@ -46,7 +46,7 @@ std::string AlarmChecks::invariant_for(const std::string& ev) const {
 
 AlarmChecks::Key AlarmChecks::key(const json& event) const { return {label(event), num(event, "incarnation")}; }
 
-void AlarmChecks::observe(const std::string& ev, const json& e) {
+void AlarmChecks::observe(std::string_view ev, const json& e) {
   if (!mine(e)) return;
   const std::string& object = label(e);
   if (ev == "alarm.failure" && e.contains("next")) {  // the runtime retries a failed alarm run then
@@ -71,7 +71,7 @@ void AlarmChecks::observe(const std::string& ev, const json& e) {
   if (ev == scheduler_events::kAlarmStart) onPassStart(object, t);
 }
 
-void AlarmChecks::dispatch(const std::string& ev, const json& e, const std::map<std::string, RowState>& rows) {
+void AlarmChecks::dispatch(std::string_view ev, const json& e, const std::map<std::string, RowState>& rows) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {

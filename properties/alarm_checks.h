@@ -141,11 +141,11 @@ class AlarmChecks final : public ObjectChecker {
     int64_t platformRetryAt = 0;  // the latest retry time the runtime announced for a failed alarm run
   };
 
-  void observe(const std::string& ev, const nlohmann::json& e) override;
-  void dispatch(const std::string& ev, const nlohmann::json& e, const std::map<std::string, RowState>& rows);
+  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void dispatch(std::string_view ev, const nlohmann::json& e, const std::map<std::string, RowState>& rows);
   void onHandlerRan(const nlohmann::json& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
-  std::string invariant_for(const std::string& ev) const override;
+  std::string invariant_for(std::string_view ev) const override;
   Key key(const nlohmann::json& event) const;
 
   void onCommit(const nlohmann::json& e);

@@ -13,6 +13,7 @@
 
 #include "model/alarms_model.h"
 #include "properties/alarm_checks.h"
+#include "properties/event_fields.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
 #include "properties/object_checker.h"
@@ -27,17 +28,15 @@ namespace {
 using nlohmann::json;
 
 // The phase a "phase" event opens ("" for any other event).
-std::string phase_of(const json& event) {
-  const auto ev = event.find("ev");
-  if (ev == event.end() || *ev != "phase") return "";
+std::string_view phase_of(const json& event) {
+  if (fields::kind(event) != "phase") return "";
   const auto phase = event.find("phase");
-  return phase != event.end() && phase->is_string() ? phase->get<std::string>() : "";
+  return phase != event.end() && phase->is_string() ? std::string_view(phase->get_ref<const std::string&>()) : "";
 }
 
 StoreReader reader_of(const sim::StoreView& stores) {
-  return StoreReader{[&stores](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) {
-    return stores.live(label, sql, params);
-  }};
+  return StoreReader{[&stores](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) { return stores.live(label, sql, params); },
+                     [&stores](const std::string& label, std::string_view table) { return stores.has_table(label, table); }};
 }
 
 // RT: the runtime's history checks and the order of time over every event.
@@ -119,9 +118,9 @@ class AlarmFamilies final : public Checker {
         checks_(reader_of(scope.stores), policy_->view(), scope.className) {}
 
   void record(const json& event) override {
-    if (event.value("ev", "") == "workload.config") policy_->learn(event);
+    if (fields::kind(event) == "workload.config") policy_->learn(event);
     checks_.record(event);
-    const std::string phase = phase_of(event);
+    const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>(), policy_->scheduler);
     if (phase != "check") return;
     std::map<std::string, std::optional<int64_t>> stored;
@@ -143,7 +142,7 @@ class LogFamily final : public Checker {
   explicit LogFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
   void record(const json& event) override {
     checks_.record(event);
-    const std::string phase = phase_of(event);
+    const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed();
     if (phase == "check") checks_.finish();
   }
@@ -158,7 +157,7 @@ class LeaseFamily final : public Checker {
   explicit LeaseFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
   void record(const json& event) override {
     checks_.record(event);
-    const std::string phase = phase_of(event);
+    const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed();
     if (phase == "check") checks_.finish(event.at("t").get<int64_t>());
   }

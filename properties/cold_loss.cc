@@ -5,7 +5,7 @@
 
 namespace durasim::properties {
 
-void ColdLossWatch::observe(const std::string& ev, const nlohmann::json& e) {
+void ColdLossWatch::observe(std::string_view ev, const nlohmann::json& e) {
   using fields::num;
   using fields::text;
   if (ev == "fault") {

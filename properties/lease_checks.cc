@@ -31,7 +31,7 @@ std::optional<int64_t> lookup(const Map& m, const Key& k) {
 std::string range(int64_t first, int64_t last) { return "[" + str(first) + ", " + str(last) + "]"; }
 
 // An ack or nack, written or rejected.
-bool settlement(const std::string& ev) {
+bool settlement(std::string_view ev) {
   return ev == log_events::kAckWrite || ev == log_events::kNackWrite || ev == log_events::kAckRejected || ev == log_events::kNackRejected;
 }
 bool settledState(const std::string& state) { return state == "acked" || state == "skipped"; }
@@ -93,7 +93,7 @@ void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string LeaseChecks::invariant_for(const std::string& ev) const {
+std::string LeaseChecks::invariant_for(std::string_view ev) const {
   if (ev == log_events::kOptions || ev == log_events::kLeaseDisabled) return "LSE-16";
   if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite || ev == log_events::kLeaseAllocateWrite) return "LSE-02";
   if (ev == log_events::kLeaseNone) return "LSE-06";
@@ -105,7 +105,7 @@ std::string LeaseChecks::invariant_for(const std::string& ev) const {
   return "LSE-09";
 }
 
-void LeaseChecks::observe(const std::string& ev, const json& e) {
+void LeaseChecks::observe(std::string_view ev, const json& e) {
   coldLoss_.observe(ev, e);
   if (ev == log_events::kAppLeaseOutcome) return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
@@ -729,13 +729,11 @@ std::optional<std::string> LeaseChecks::readableAt(const std::string& object, co
 }
 
 bool LeaseChecks::hasLeaseTables(const std::string& object) {
-  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('" DURASIM_LOG_LEASES "', '" DURASIM_LOG_ALLOCATIONS "')")
-             .one()
-             .int64("n") == 2;
+  return reader_.hasTable(object, DURASIM_LOG_LEASES) && reader_.hasTable(object, DURASIM_LOG_ALLOCATIONS);
 }
 
 bool LeaseChecks::hasLogTable(const std::string& object) {
-  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" DURASIM_LOG_SEQ "'").one().int64("n") > 0;
+  return reader_.hasTable(object, DURASIM_LOG_SEQ);
 }
 
 void LeaseChecks::checkStore(const std::string& object, ObjectState& obj, int64_t now) {

@@ -113,8 +113,8 @@ class LeaseChecks final : public ObjectChecker {
     std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
   };
 
-  void observe(const std::string& ev, const nlohmann::json& e) override;
-  std::string invariant_for(const std::string& ev) const override;
+  void observe(std::string_view ev, const nlohmann::json& e) override;
+  std::string invariant_for(std::string_view ev) const override;
   ObjectState& object(const nlohmann::json& e) { return objects_[label(e)]; }
   int64_t objectNow(const nlohmann::json& e);
 

@@ -24,7 +24,7 @@ bool definiteRejection(const std::string& message) {
 
 // Events emitted inside a storage transaction: the `.write` ones (but `log.cold.write`, which
 // announces the call to the cold store) and the trim transaction's three.
-bool isWrite(const std::string& ev) {
+bool isWrite(std::string_view ev) {
   if (ev.rfind(log_events::kPrefix, 0) != 0 || ev == log_events::kColdWrite) return false;
   return (ev.size() > 6 && ev.compare(ev.size() - 6, 6, ".write") == 0) || ev == log_events::kTrimDelete || ev == log_events::kTrimIntent ||
          ev == log_events::kTrimFlush;
@@ -37,7 +37,7 @@ LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(
   tallies_.declare("SCH-11");
 }
 
-void LogChecks::observe(const std::string& name, const json& e) {
+void LogChecks::observe(std::string_view name, const json& e) {
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
   if (name == log_events::kAppProduce || name == log_events::kAppConsume || name == log_events::kAppProbe ||
@@ -51,7 +51,7 @@ void LogChecks::observe(const std::string& name, const json& e) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string LogChecks::invariant_for(const std::string& ev) const {
+std::string LogChecks::invariant_for(std::string_view ev) const {
   if (ev == log_events::kAppendWrite || ev == "commit" || ev == log_events::kAppend) return "LOG-01";
   if (ev == log_events::kAppProduce || ev == log_events::kAppendRejected) return "LOG-03";
   if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LOG-06";
@@ -70,7 +70,7 @@ void LogChecks::onFault(const json& e) {
   if (text(e, "fault") == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
 }
 
-void LogChecks::dispatch(const std::string& ev, const json& e) {
+void LogChecks::dispatch(std::string_view ev, const json& e) {
   const std::string object = text(e, "object");
   ObjectState& s = objects_[object];
   const int64_t incarnation = num(e, "incarnation");
@@ -177,7 +177,7 @@ void LogChecks::View::apply(const json& w) {
   }
 }
 
-void LogChecks::onWrite(ObjectState& s, const std::string& object, const std::string& ev, const json& e) {
+void LogChecks::onWrite(ObjectState& s, const std::string& object, std::string_view ev, const json& e) {
   if (ev == log_events::kAppendWrite) {
     checkAppendWrite(object, s.state.staged(), e);
     s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
@@ -230,7 +230,7 @@ void LogChecks::checkAppendWrite(const std::string& object, const View& staged, 
 }
 
 // LOG-10 and LOG-11 on the trim transaction's writes.
-void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const json& e) {
+void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const json& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const View& v = s.state.staged();
   if (ev == log_events::kTrimIntent) {
@@ -295,7 +295,7 @@ void LogChecks::onDurability(ObjectState& s, const json& e) {
 // State at a commit
 
 bool LogChecks::hasLogTables(const std::string& object) {
-  return reader_(object, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '" DURASIM_LOG_SEQ "'").one().int64("n") > 0;
+  return reader_.hasTable(object, DURASIM_LOG_SEQ);
 }
 
 LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
@@ -557,7 +557,7 @@ void LogChecks::onColdFailed(const std::string& object, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Workload events
 
-void LogChecks::onApp(const std::string& ev, const json& e) {
+void LogChecks::onApp(std::string_view ev, const json& e) {
   if (!e.contains("partition")) return;
   const std::string partition = text(e, "partition");
   if (!of_class(partition, className_)) return;

@@ -133,10 +133,10 @@ class LogChecks final : public ObjectChecker {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
   };
 
-  void observe(const std::string& ev, const nlohmann::json& e) override;
-  std::string invariant_for(const std::string& ev) const override;
-  void dispatch(const std::string& ev, const nlohmann::json& e);
-  void onApp(const std::string& ev, const nlohmann::json& e);
+  void observe(std::string_view ev, const nlohmann::json& e) override;
+  std::string invariant_for(std::string_view ev) const override;
+  void dispatch(std::string_view ev, const nlohmann::json& e);
+  void onApp(std::string_view ev, const nlohmann::json& e);
   void onFault(const nlohmann::json& e);
   void onRetired(const nlohmann::json& e);
   void onProbe(ObjectState& s, const std::string& object, const nlohmann::json& e);
@@ -146,14 +146,14 @@ class LogChecks final : public ObjectChecker {
   bool truncationExcused(const ObjectState& s, const std::string& object, int64_t from, int64_t now);
   void checkSchema(const std::string& object);
 
-  void onWrite(ObjectState& s, const std::string& object, const std::string& ev, const nlohmann::json& e);
+  void onWrite(ObjectState& s, const std::string& object, std::string_view ev, const nlohmann::json& e);
   void onCommit(ObjectState& s, const std::string& object, const nlohmann::json& e);
   void onConfirm(ObjectState& s, const nlohmann::json& e);
   void onDurability(ObjectState& s, const nlohmann::json& e);
   void resetOpen(ObjectState& s);
 
   void checkAppendWrite(const std::string& object, const View& staged, const nlohmann::json& e);
-  void checkTrimWrite(const std::string& object, const ObjectState& s, const std::string& ev, const nlohmann::json& e);
+  void checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const nlohmann::json& e);
   void onAppend(ObjectState& s, const std::string& object, const nlohmann::json& e);
   void onRejected(ObjectState& s, const std::string& object, const nlohmann::json& e);
   void onRead(ObjectState& s, const std::string& object, const nlohmann::json& e);

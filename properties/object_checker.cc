@@ -6,11 +6,11 @@ namespace durasim::properties {
 void ObjectChecker::record(const nlohmann::json& event) {
   const auto ev = event.find("ev");
   if (ev == event.end() || !ev->is_string()) return;
-  const std::string& name = ev->get_ref<const std::string&>();
+  const std::string_view name = ev->get_ref<const std::string&>();
   try {
     observe(name, event);
   } catch (const nlohmann::json::exception& error) {
-    tallies_.check(invariant_for(name), false, [&] { return "malformed '" + name + "' event " + event.dump() + ": " + error.what(); });
+    tallies_.check(invariant_for(name), false, [&] { return "malformed '" + std::string(name) + "' event " + event.dump() + ": " + error.what(); });
   }
 }
 

@@ -31,9 +31,9 @@ class ObjectChecker : public sim::TraceSink {
   bool mine(const nlohmann::json& event) const;
   static const std::string& label(const nlohmann::json& event) { return event.at("object").get_ref<const std::string&>(); }
 
-  virtual void observe(const std::string& ev, const nlohmann::json& event) = 0;
+  virtual void observe(std::string_view ev, const nlohmann::json& event) = 0;
   // The invariant whose check a malformed `ev` event would have fed.
-  virtual std::string invariant_for(const std::string& ev) const = 0;
+  virtual std::string invariant_for(std::string_view ev) const = 0;
 
   const std::string className_;
   sim::Tallies tallies_;

@@ -50,7 +50,7 @@ void RoutingChecks::record(const json& e) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-const char* RoutingChecks::invariantFor(const std::string& ev) {
+const char* RoutingChecks::invariantFor(std::string_view ev) {
   if (ev == routing_events::kSelect) return "RTE-07";
   if (ev == routing_events::kObserve) return "RTE-05";
   if (ev == routing_events::kResize) return "RTE-06";

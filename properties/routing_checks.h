@@ -50,7 +50,7 @@ class RoutingChecks final : public sim::TraceSink {
   const sim::Tallies& tallies() const { return tallies_; }
 
  private:
-  static const char* invariantFor(const std::string& ev);
+  static const char* invariantFor(std::string_view ev);
   struct Push {
     bool custom = false;
     std::optional<int64_t> timeoutMs;

@@ -23,7 +23,7 @@ std::string str(uint64_t v) { return std::to_string(v); }
 std::string who(const std::string& label, int64_t number) { return label + " incarnation " + str(number); }
 
 // The invariant a malformed event of type `ev` would have fed.
-const char* id_for(const std::string& ev) {
+const char* id_for(std::string_view ev) {
   if (ev == "alarm.run" || ev == "alarm.failure" || ev == "alarm.success") return "RT-12";
   if (ev == "commit" || ev == "confirm" || ev == "durability") return "RT-07";
   if (ev == "effect" || ev == "effect.dropped") return "RT-10";
@@ -42,7 +42,7 @@ const char* id_for(const std::string& ev) {
 void RuntimeChecks::record(const nlohmann::json& event) {
   const auto ev_field = event.find("ev");
   if (ev_field == event.end() || !ev_field->is_string()) return;
-  const std::string& ev = ev_field->get_ref<const std::string&>();
+  std::string_view ev = ev_field->get_ref<const std::string&>();
   try {
     const int64_t t = event.at("t").get<int64_t>();
     if (ev == "incarnation.start") on_incarnation_start(event, t);
@@ -74,7 +74,7 @@ void RuntimeChecks::record(const nlohmann::json& event) {
         check_not_after_end(ev, label->get<std::string>(), number->get<int64_t>(), t);
     }
   } catch (const nlohmann::json::exception& e) {
-    tallies_.check(id_for(ev), false, [&] { return "malformed '" + ev + "' event " + event.dump() + ": " + e.what(); });
+    tallies_.check(id_for(ev), false, [&] { return "malformed '" + std::string(ev) + "' event " + event.dump() + ": " + e.what(); });
   }
 }
 
@@ -115,7 +115,7 @@ void RuntimeChecks::on_incarnation_end(const nlohmann::json& e, int64_t t) {
   if (o.alarm_running == number) o.alarm_running.reset();
 }
 
-void RuntimeChecks::check_not_after_end(const std::string& ev, const std::string& label, int64_t number, int64_t t) {
+void RuntimeChecks::check_not_after_end(std::string_view ev, const std::string& label, int64_t number, int64_t t) {
   const auto found = incarnations_.find({label, number});
   if (found == incarnations_.end() || !found->second.ended_at) {
     tallies_.check("RT-19", true, [] { return std::string(); });
@@ -126,7 +126,7 @@ void RuntimeChecks::check_not_after_end(const std::string& ev, const std::string
   if (inc.zombie && t <= end + kShutdownGraceMs) return;  // object.zombie keeps it running (runtime.md 6.3)
   const bool dropped_at_end = ev == "effect.dropped" && t == end;
   tallies_.check("RT-19", dropped_at_end, [&] {
-    return "'" + ev + "' of " + who(label, number) + " at t=" + str(t) + " after its end at t=" + str(end);
+    return std::string("'").append(ev).append("' of ") + who(label, number) + " at t=" + str(t) + " after its end at t=" + str(end);
   });
 }
 

@@ -1,7 +1,7 @@
 // The read-only window every state check uses onto the objects' live stores: it runs one statement,
 // `?` parameters bound in order, on the store of the object labelled "Class/name" at the instant of
 // the event being checked. Values go in parameters, not in the text, so that each statement is
-// prepared once per store.
+// prepared once per store. Whether a table exists is asked apart: it is asked at most events.
 #pragma once
 
 #include <functional>
@@ -15,9 +15,16 @@ namespace durasim::properties {
 
 struct StoreReader {
   std::function<SqlCursor(const std::string& label, std::string_view sql, const std::vector<SqlValue>& params)> read;
+  // Whether the object's live store has the table (sim::StoreView::has_table); when not given, it is
+  // asked of sqlite_master through `read`.
+  std::function<bool(const std::string& label, std::string_view table)> tableExists = nullptr;
 
   SqlCursor operator()(const std::string& label, std::string_view sql, const std::vector<SqlValue>& params = {}) const {
     return read(label, sql, params);
+  }
+  bool hasTable(const std::string& label, std::string_view table) const {
+    if (tableExists) return tableExists(label, table);
+    return read(label, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?", {std::string(table)}).one().int64("n") > 0;
   }
 };
 

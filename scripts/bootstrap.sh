@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   g++ cmake make
   libsqlite3-dev nlohmann-json3-dev libboost-graph-dev librapidcheck-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libxxhash-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libxxhash-dev libmimalloc-dev
 )
 
 missing=()

@@ -446,6 +446,14 @@ SqlCursor SqliteStore::observe_durable(std::string_view sql, const std::vector<S
   return observe(db, durable_view_->statements, sql, params);
 }
 
+bool SqliteStore::observe_live_has_table(std::string_view table) {
+  ClockScope clock(env_);
+  FlagScope scope(user_statement_, true);
+  const std::string name(table);
+  // With no column named, SQLITE_OK exactly when `name` is a table of the main schema (not a view).
+  return sqlite3_table_column_metadata(live_.get(), "main", name.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) == SQLITE_OK;
+}
+
 std::optional<int64_t> SqliteStore::observe_live_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }
 
 std::optional<int64_t> SqliteStore::observe_durable_alarm() {

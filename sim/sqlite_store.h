@@ -110,6 +110,9 @@ class SqliteStore {
   SqlCursor observe_durable(std::string_view sql, const std::vector<SqlValue>& params = {});
   std::optional<int64_t> observe_live_alarm();
   std::optional<int64_t> observe_durable_alarm();
+  // Whether the live schema (the open transaction's changes included) has a table named `table`,
+  // read from the connection's parsed schema instead of by a statement over sqlite_master.
+  bool observe_live_has_table(std::string_view table);
 
  private:
   enum class Access { user, internal };

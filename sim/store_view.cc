@@ -38,9 +38,7 @@ std::optional<int64_t> StoreView::live_alarm(std::string_view label) const { ret
 std::optional<int64_t> StoreView::durable_alarm(std::string_view label) const { return store(label).observe_durable_alarm(); }
 
 bool StoreView::has_table(std::string_view label, std::string_view table) const {
-  return live(label, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?", {std::string(table)})
-             .one()
-             .int64("n") > 0;
+  return store(label).observe_live_has_table(table);
 }
 
 void StoreView::add(const std::string& label, SqliteStore& store) {

@@ -63,6 +63,8 @@ TEST(StoreView, LiveIncludesUnconfirmedCommitsAndDurableOnlyConfirmedOnes) {
   rig.run_for(500);  // committed locally, not yet confirmed
   ASSERT_TRUE(rig.view().contains(kLabel));
   EXPECT_EQ(rig.rows(false), 1);
+  EXPECT_TRUE(rig.view().has_table(kLabel, "kv")) << "the live schema includes unconfirmed commits";
+  EXPECT_FALSE(rig.view().has_table(kLabel, "nope"));
   EXPECT_EQ(rig.view().durable(kLabel, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'kv'").one().int64("n"), 0)
       << "the table's creation is not confirmed either";
   EXPECT_TRUE(rig.view().live_alarm(kLabel).has_value());

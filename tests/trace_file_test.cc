@@ -24,10 +24,6 @@ using namespace durasim::testing;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-
-
-
-
 // A real trace of the core workload; `workers` scales it (32 workers: several checkpoints and
 // more than one line of choices).
 TraceFile real_trace(uint64_t seed, int64_t workers = 8) {
@@ -177,7 +173,8 @@ TEST_F(TraceFileTest, RejectsOtherVersions) {
   std::vector<std::string> lines = big_lines();
   auto header = nlohmann::json::parse(lines[0]);
   ASSERT_EQ(header["version"], kTraceFormatVersion);
-  for (const int64_t version : {int64_t{1}, kTraceFormatVersion + 1}) {  // 1: the FNV-1a hashes
+  // 1: FNV-1a hashes; 2: the hash folded the JSON lines.
+  for (const int64_t version : {int64_t{1}, int64_t{2}, kTraceFormatVersion + 1}) {
     header["version"] = version;
     lines[0] = header.dump();
     const std::string message = rejection(join_lines(lines));
@@ -322,6 +319,43 @@ TEST_F(TraceFileTest, RejectsTextAfterTheEndRecord) {
   const std::string message = rejection(join_lines(lines));
   EXPECT_TRUE(contains(message, line_ref(static_cast<int>(lines.size()) - 1))) << message;
   EXPECT_TRUE(contains(message, "after the end record")) << message;
+}
+
+// The trace hash folds each event's binary encoding and the loader folds the parsed lines again, so
+// two events with the same canonical line must fold alike, and events with different lines not.
+TEST(EventHash, FoldsEventsWithTheSameCanonicalLineAlike) {
+  const std::string invalidUtf8 = std::string("caf") + static_cast<char>(0xC3) + "x";  // a cut two-byte sequence
+  const nlohmann::json event = {{"ev", "x"},          {"t", int64_t{5}},         {"neg", -3},
+                                {"big", UINT64_MAX},  {"nan", std::nan("")},     {"bad", invalidUtf8},
+                                {"utf", "caf\u00e9"}, {"list", {1, 2.5, nullptr, true, "a"}}, {"obj", {{"k", 1}}}};
+  const nlohmann::json reloaded = nlohmann::json::parse(canonical_line(event));
+  ASSERT_NE(reloaded["t"].type(), event["t"].type());  // the line reads 5 back as an unsigned integer
+  ASSERT_NE(reloaded["bad"], event["bad"]);             // and the cut sequence as U+FFFD
+  EXPECT_EQ(fold_event(7, event), fold_event(7, reloaded));
+}
+
+TEST(EventHash, TellsApartEventsWithDifferentLines) {
+  using json = nlohmann::json;
+  const std::vector<std::pair<json, json>> pairs = {
+      {{{"a", 1}}, {{"a", "1"}}},           {{{"a", {1, 2}}}, {{"a", {12}}}},          {{{"a", "b"}, {"c", ""}}, {{"a", "bc"}}},
+      {{{"ab", 1}}, {{"a", 1}}},             {{{"a", 1.0}}, {{"a", 1}}},                {{{"a", nullptr}}, {{"a", false}}},
+      {{{"a", json::array()}}, {{"a", json::object()}}}, {{{"a", -1}}, {{"a", UINT64_MAX}}}};
+  for (const auto& [one, other] : pairs) EXPECT_NE(fold_event(0, one), fold_event(0, other)) << one << " vs " << other;
+  EXPECT_NE(fold_event(1, pairs[0].first), fold_event(2, pairs[0].first));  // the hash before seeds the next
+}
+
+// A trace whose events hold invalid UTF-8 keeps its hash through write and load.
+TEST(EventHash, ATraceWithInvalidUtf8SurvivesWriteAndLoad) {
+  Recorder recorder(/*keep_lines=*/true);
+  for (int i = 0; i < 3; ++i)
+    recorder.record({{"ev", "x"}, {"t", i}, {"body", std::string("\xff") + static_cast<char>(0xFE) + std::to_string(i)}});
+  TraceFile trace;
+  trace.events = recorder.lines();
+  trace.event_hashes = recorder.line_hashes();
+  trace.hash = recorder.hash();
+  const TraceFile loaded = parse_trace(trace_text(trace), "utf8.trace");
+  EXPECT_EQ(loaded.hash, trace.hash);
+  EXPECT_EQ(loaded.event_hashes, trace.event_hashes);
 }
 
 TEST(TraceFileIo, WriteToAnUnwritablePathThrows) {

@@ -1,12 +1,112 @@
 // Canonical serialisation and hashing of trace events; see recorder.h.
 #include "traces/recorder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
 
 namespace durasim::traces {
+namespace {
+
+using json = nlohmann::json;
+
+// The binary encoding of one event that the trace hash folds: a tag byte per value, fixed-width
+// little-endian integers, lengths before strings, arrays and objects (whose keys come sorted).
+class EventEncoder {
+ public:
+  explicit EventEncoder(std::string& out) : out_(out) { out_.clear(); }
+
+  void value(const json& v) {
+    switch (v.type()) {
+      case json::value_t::null:
+      case json::value_t::discarded:
+        tag('n');
+        return;
+      case json::value_t::boolean:
+        tag(v.get<bool>() ? 't' : 'f');
+        return;
+      case json::value_t::number_integer:
+        integer(v.get<int64_t>());
+        return;
+      case json::value_t::number_unsigned: {
+        const auto u = v.get<uint64_t>();
+        if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          integer(static_cast<int64_t>(u));
+        } else {
+          tag('u');
+          word(u);
+        }
+        return;
+      }
+      case json::value_t::number_float:
+        number(v.get<double>());
+        return;
+      case json::value_t::string:
+        tag('s');
+        text(v.get_ref<const std::string&>());
+        return;
+      case json::value_t::array:
+        tag('[');
+        word(v.size());
+        for (const json& item : v) value(item);
+        return;
+      case json::value_t::object:
+        tag('{');
+        word(v.size());
+        for (const auto& [key, item] : v.get_ref<const json::object_t&>()) {
+          text(key);
+          value(item);
+        }
+        return;
+      case json::value_t::binary:
+        throw std::logic_error("trace events hold no binary values");
+    }
+  }
+
+ private:
+  void tag(char c) { out_.push_back(c); }
+  void word(uint64_t w) {
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(w >> (8 * i));
+    out_.append(bytes, 8);
+  }
+  void integer(int64_t i) {
+    tag('i');
+    word(static_cast<uint64_t>(i));
+  }
+  void number(double d) {
+    if (!std::isfinite(d)) return tag('n');  // the canonical line writes null
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    tag('d');
+    word(bits);
+  }
+  // A string as its canonical line holds it: bytes beyond ASCII go through the line's own UTF-8
+  // check and replacement (rare in events, so the slow path is the exact one).
+  void text(const std::string& s) {
+    const bool ascii = std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    const std::string replaced = ascii ? std::string() : json::parse(canonical_line(json(s))).get<std::string>();
+    const std::string& canonical = ascii ? s : replaced;
+    word(canonical.size());
+    out_.append(canonical);
+  }
+
+  std::string& out_;
+};
+
+}  // namespace
 
 std::string canonical_line(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
+  thread_local std::string buffer;  // reused: the event path allocates nothing here once warm
+  EventEncoder(buffer).value(event);
+  return sim::xxh3_64(buffer, hash);
 }
 
 std::string hash_hex(uint64_t hash) {
@@ -16,11 +116,13 @@ std::string hash_hex(uint64_t hash) {
 }
 
 void Recorder::record(const nlohmann::json& event) {
-  std::string line = canonical_line(event);
-  hash_ = fold_event_line(hash_, line);
+  hash_ = fold_event(hash_, event);
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
-  if (keep_lines_) lines_.push_back(std::move(line));
+  if (keep_lines_) {
+    lines_.push_back(canonical_line(event));
+    line_hashes_.push_back(hash_);
+  }
 }
 
 }  // namespace durasim::traces

@@ -1,7 +1,9 @@
-// The trace recorder (runtime.md 2.5): serialises each event as one canonical JSON line (compact,
-// keys sorted, invalid UTF-8 replaced), folds it into the 64-bit trace hash (XXH3-64, each line
-// seeded with the hash of the lines before it), writes a running-hash checkpoint every kCheckpointInterval events, optionally
-// keeps the lines for a trace file. Checkers observe the World, not the recorder (properties/checkers.h).
+// The trace recorder (runtime.md 2.5): folds each event into the 64-bit trace hash (XXH3-64 over a
+// compact binary encoding of the event, seeded with the hash of the events before it), writes a
+// running-hash checkpoint every kCheckpointInterval events, and, when a trace is kept, its canonical
+// JSON line (compact, keys sorted, invalid UTF-8 replaced). The binary encoding is a function of the
+// canonical line alone, so a trace loaded from its lines hashes as the run that wrote it. Checkers
+// observe the World, not the recorder (properties/checkers.h).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +25,11 @@ struct Checkpoint {
 
 // The canonical text of one event.
 std::string canonical_line(const nlohmann::json& event);
-// The trace hash before any event, and after one more event line.
+// The trace hash before any event, and after one more event. Two events with the same canonical
+// line fold alike: integers by value whatever their JSON type, non-finite numbers as null (as the
+// line writes them), strings with invalid UTF-8 as the line replaces them.
 inline constexpr uint64_t kTraceHashStart = 0;
-inline uint64_t fold_event_line(uint64_t hash, std::string_view line) { return sim::xxh3_64(line, hash); }
+uint64_t fold_event(uint64_t hash, const nlohmann::json& event);
 // "0123456789abcdef": 16 lower-case hex digits.
 std::string hash_hex(uint64_t hash);
 
@@ -38,6 +42,7 @@ class Recorder final : public sim::TraceSink {
   uint64_t hash() const { return hash_; }
   uint64_t events() const { return events_; }
   const std::vector<std::string>& lines() const { return lines_; }
+  const std::vector<uint64_t>& line_hashes() const { return line_hashes_; }  // the hash after each kept line
   const std::vector<Checkpoint>& checkpoints() const { return checkpoints_; }
 
  private:
@@ -45,6 +50,7 @@ class Recorder final : public sim::TraceSink {
   uint64_t hash_ = kTraceHashStart;
   uint64_t events_ = 0;
   std::vector<std::string> lines_;
+  std::vector<uint64_t> line_hashes_;
   std::vector<Checkpoint> checkpoints_;
 };
 

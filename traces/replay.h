@@ -1,5 +1,6 @@
 // Replay (DESIGN.md, "Traces"): a sink that compares the events of a re-run, one by one, with the
-// events of a recorded trace and remembers the first that differs. The re-run draws its choices
+// events of a recorded trace (by the running trace hash after each; the JSON line of an event is
+// written only for the report of the first that differs) and remembers the first that differs. The re-run draws its choices
 // from the trace's choice log with the seed withheld, so a complete log reproduces every event.
 #pragma once
 
@@ -21,7 +22,7 @@ struct Divergence {
 
 class ReplayComparer final : public sim::TraceSink {
  public:
-  explicit ReplayComparer(const TraceFile& expected) : expected_(expected), recorder_(false) {}
+  explicit ReplayComparer(const TraceFile& expected) : expected_(expected) {}
 
   void record(const nlohmann::json& event) override;
   // Call when the re-run has ended: a replay that stopped short of the trace also diverges.
@@ -29,14 +30,15 @@ class ReplayComparer final : public sim::TraceSink {
 
   bool diverged() const { return divergence_.has_value(); }
   const std::optional<Divergence>& divergence() const { return divergence_; }
-  uint64_t hash() const { return recorder_.hash(); }
-  uint64_t events() const { return recorder_.events(); }
+  uint64_t hash() const { return hash_; }
+  uint64_t events() const { return events_; }
 
  private:
   void diverge(std::string actual);
 
   const TraceFile& expected_;
-  Recorder recorder_;
+  uint64_t hash_ = kTraceHashStart;  // over the events that matched
+  uint64_t events_ = 0;
   std::optional<Divergence> divergence_;
 };
 

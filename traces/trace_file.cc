@@ -94,8 +94,9 @@ class Reader {
       fail("not a trace event (needs string \"ev\" and integer \"t\")");
     if (canonical_line(j) != raw) fail("event is not in canonical form (the file was edited)");
     in_events_ = true;
-    hash_ = fold_event_line(hash_, raw);
+    hash_ = fold_event(hash_, j);
     trace_.events.push_back(raw);
+    trace_.event_hashes.push_back(hash_);
     trace_.event_line_numbers.push_back(number_);
   }
 

@@ -1,10 +1,10 @@
 // Trace files (DESIGN.md, "Traces"): JSON Lines, in this order:
-//   {"format":"durasim-trace","version":2,"seed":S,"config":{...}}   the header
+//   {"format":"durasim-trace","version":3,"seed":S,"config":{...}}   the header
 //   {"streams":[names...]}                                           random stream names
 //   {"choices":[[stream,bound,value],...]}                           the choice log, in chunks
 //   <event line> ... with {"checkpoint":{"events":N,"hash":"..."}} every 1,024 events
 //   {"end":{"events":N,"choices":M,"hash":"..."}}                    the final hash
-// Event lines are canonical (traces/recorder.h); the hash covers them alone. Loading validates every
+// Event lines are canonical (traces/recorder.h); the hash covers them alone (fold_event of each). Loading validates every
 // line, every checkpoint and the final hash, and reports the first problem as "line N: what".
 #pragma once
 
@@ -21,7 +21,8 @@
 namespace durasim::traces {
 
 // 2: the trace hash and the commit hashes in events are XXH3-64 (version 1 used FNV-1a 64).
-inline constexpr int64_t kTraceFormatVersion = 2;
+// 3: the trace hash folds each event's binary encoding, no longer its JSON line (recorder.h).
+inline constexpr int64_t kTraceFormatVersion = 3;
 
 // A trace that cannot be read: the message says where and why, in one line.
 class TraceError : public std::runtime_error {
@@ -34,6 +35,7 @@ struct TraceFile {
   nlohmann::json config = nlohmann::json::object();
   sim::ChoiceLog choices;
   std::vector<std::string> events;  // canonical event lines
+  std::vector<uint64_t> event_hashes;  // the running trace hash after each event
   std::vector<uint64_t> event_line_numbers;  // where each event sits in the file (1-based); empty when built in memory
   std::vector<Checkpoint> checkpoints;
   uint64_t hash = kTraceHashStart;
