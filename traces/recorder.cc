@@ -1,7 +1,6 @@
 // Canonical serialisation and hashing of trace events; see recorder.h.
 #include "traces/recorder.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -87,11 +86,25 @@ class EventEncoder {
   // A string as its canonical line holds it: bytes beyond ASCII go through the line's own UTF-8
   // check and replacement (rare in events, so the slow path is the exact one).
   void text(const std::string& s) {
-    const bool ascii = std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    const std::string replaced = ascii ? std::string() : json::parse(canonical_line(json(s))).get<std::string>();
-    const std::string& canonical = ascii ? s : replaced;
+    if (!ascii(s)) return replaced(s);
+    word(s.size());
+    out_.append(s);
+  }
+  void replaced(const std::string& s) {
+    const std::string canonical = json::parse(canonical_line(json(s))).get<std::string>();
     word(canonical.size());
     out_.append(canonical);
+  }
+  static bool ascii(std::string_view s) {
+    uint64_t high = 0;  // the top bit of every byte, eight at a time
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t chunk;
+      std::memcpy(&chunk, s.data() + i, 8);
+      high |= chunk;
+    }
+    for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+    return (high & 0x8080808080808080ULL) == 0;
   }
 
   std::string& out_;
