@@ -36,7 +36,10 @@ std::string_view phase_of(const json& event) {
 
 StoreReader reader_of(const sim::StoreView& stores) {
   return StoreReader{[&stores](const std::string& label, std::string_view sql, const std::vector<SqlValue>& params) { return stores.live(label, sql, params); },
-                     [&stores](const std::string& label, std::string_view table) { return stores.has_table(label, table); }};
+                     [&stores](const std::string& label, std::string_view table) { return stores.has_table(label, table); },
+                     [&stores](const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) {
+                       return stores.live_changes(label, table, cursor);
+                     }};
 }
 
 // RT: the runtime's history checks and the order of time over every event.

@@ -30,6 +30,12 @@ bool isWrite(std::string_view ev) {
          ev == log_events::kTrimFlush;
 }
 
+// A stored value in a violation message: an integer as itself, anything else by its type.
+std::string sqlText(const SqlValue& v) {
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  return std::holds_alternative<SqlNull>(v) ? "NULL" : "a non-integer";
+}
+
 }  // namespace
 
 LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {
@@ -300,7 +306,9 @@ bool LogChecks::hasLogTables(const std::string& object) {
 
 LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
   Bounds b;
-  b.next = reader_(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("n");
+  const SqlRow seq = reader_(object, "SELECT next_offset AS n, total_bytes AS total FROM " DURASIM_LOG_SEQ " WHERE id = 1").one();
+  b.next = seq.int64("n");
+  b.totalBytes = seq.int64("total");
   const std::optional<int64_t> hot = reader_(object, "SELECT MIN(\"offset\") AS m FROM " DURASIM_LOG_RECORDS).one().optInt64("m");
   b.hot = hot.value_or(b.next);
   const std::optional<int64_t> seg = reader_(object, "SELECT MIN(first_offset) AS m FROM " DURASIM_LOG_SEGMENTS).one().optInt64("m");
@@ -318,18 +326,21 @@ std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string
 void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<json>& writes) {
   const View& v = s.state.local();
   const Bounds b = storeBounds(object);
-  const SqlRow agg = reader_(object,
-                             "SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS bytes, "
-                             "COALESCE(SUM(bytes != length(CAST(payload AS BLOB))), 0) AS wrong, "
-                             "(SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS)
-                         .one();
-  const int64_t count = agg.int64("n");
+  s.records.refresh(reader_, object);
+  const std::map<int64_t, SqlRow>& rows = s.records.rows();
+  const auto count = static_cast<int64_t>(rows.size());
+  int64_t heldBytes = 0, wrong = 0;  // the byte counts of the hot rows; rows whose count is not their payload's
+  for (const auto& [offset, row] : rows) {
+    const int64_t* stored = std::get_if<int64_t>(&row[kBytes]);
+    heldBytes += stored ? *stored : 0;
+    wrong += !stored || row[kBytes] != row[kLength];
+  }
   tallies_.check("LOG-01", b.next == v.next, [&] { return object + " next_offset " + str(b.next) + ", the committed appends allocated up to " + str(v.next); });
   tallies_.check("LOG-04", b.oldest <= b.hot && b.hot <= b.next && count == b.next - b.hot, [&] {
     return object + " bounds oldest " + str(b.oldest) + ", hot " + str(b.hot) + ", next " + str(b.next) + " with " + str(count) + " hot rows";
   });
-  tallies_.check("LOG-05", agg.int64("total") == agg.int64("bytes") && agg.int64("total") >= 0 && agg.int64("wrong") == 0, [&] {
-    return object + " total_bytes " + str(agg.int64("total")) + " but the hot rows hold " + str(agg.int64("bytes")) + " (" + str(agg.int64("wrong")) +
+  tallies_.check("LOG-05", b.totalBytes == heldBytes && b.totalBytes >= 0 && wrong == 0, [&] {
+    return object + " total_bytes " + str(b.totalBytes) + " but the hot rows hold " + str(heldBytes) + " (" + str(wrong) +
            " rows with a wrong byte count)";
   });
   // LOG-03: the hot rows are exactly what the committed writes left, with their keys. LOG-02: each
@@ -343,13 +354,15 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
     }
   bool keysOk = true;
   for (const auto& [o, bytes] : written) {
-    const std::optional<SqlRow> row = reader_(object, "SELECT dedup_key, bytes FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" = ?", {o}).next();
+    const auto row = rows.find(o);
     const auto known = v.records.find(o);
-    keysOk = keysOk && row && known != v.records.end() && row->text("dedup_key") == known->second;
-    if (row)
-      tallies_.check("LOG-02", row->int64("bytes") == bytes, [&] {
-        return object + " offset " + str(o) + " holds " + str(row->int64("bytes")) + " payload bytes, its key's last occurrence had " + str(bytes);
-      });
+    const std::string* key = row != rows.end() ? std::get_if<std::string>(&row->second[kDedupKey]) : nullptr;
+    keysOk = keysOk && key && known != v.records.end() && *key == known->second;
+    if (row == rows.end()) continue;
+    const SqlValue& stored = row->second[kBytes];
+    tallies_.check("LOG-02", stored == SqlValue(bytes), [&] {
+      return object + " offset " + str(o) + " holds " + sqlText(stored) + " payload bytes, its key's last occurrence had " + str(bytes);
+    });
   }
   const int64_t hotFrom = std::min(v.hotFrom, v.next);
   tallies_.check("LOG-03", keysOk && b.hot == hotFrom && count == v.next - hotFrom, [&] {

@@ -55,11 +55,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/log_schema.h"
 #include "engine/runtime.h"
 #include "properties/cold_loss.h"
 #include "properties/durable_state.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
+#include "properties/table_mirror.h"
 
 namespace durasim::properties {
 
@@ -110,6 +112,10 @@ class LogChecks final : public ObjectChecker {
     bool retention = false;
     bool cold = false;
   };
+  // What the checks keep of each hot row, after its rowid (its offset): the stored byte count, the
+  // payload's real length in bytes, the dedup key.
+  static constexpr const char* kRecordColumns = "bytes, length(CAST(payload AS BLOB)) AS len, dedup_key";
+  enum RecordColumn : std::size_t { kBytes = 1, kLength = 2, kDedupKey = 3 };
   struct ObjectState {
     DurableState<View, nlohmann::json> state;  // edits: the write events
     std::map<int64_t, Record> known;           // offset -> what reads and cold writes showed of it
@@ -128,6 +134,8 @@ class LogChecks final : public ObjectChecker {
     std::map<int64_t, Produced> produced;    // offset -> what an app.produce acknowledged there
     std::set<int64_t> probed;                // offsets the read probe read back (or found lost)
     bool trimAfterHeal = false;              // a trim began after the faults healed
+    // The stored hot rows, as LOG-02..05 judge them at every commit (columns: kRecordColumns).
+    TableMirror records{DURASIM_LOG_RECORDS, kRecordColumns};
   };
   struct GroupCursor {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
@@ -171,6 +179,7 @@ class LogChecks final : public ObjectChecker {
   bool hasLogTables(const std::string& object);
   struct Bounds {
     int64_t oldest = 0, hot = 0, next = 0;
+    int64_t totalBytes = 0;  // the stored total_bytes
   };
   Bounds storeBounds(const std::string& object);
   std::map<int64_t, Segment> storeSegments(const std::string& object);

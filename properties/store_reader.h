@@ -1,15 +1,18 @@
 // The read-only window every state check uses onto the objects' live stores: it runs one statement,
 // `?` parameters bound in order, on the store of the object labelled "Class/name" at the instant of
 // the event being checked. Values go in parameters, not in the text, so that each statement is
-// prepared once per store. Whether a table exists is asked apart: it is asked at most events.
+// prepared once per store. Whether a table exists is asked apart: it is asked at most events. So are
+// the rows of a table changed since a check's last look (properties/table_mirror.h).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/runtime.h"
+#include "sim/row_changes.h"
 
 namespace durasim::properties {
 
@@ -18,9 +21,17 @@ struct StoreReader {
   // Whether the object's live store has the table (sim::StoreView::has_table); when not given, it is
   // asked of sqlite_master through `read`.
   std::function<bool(const std::string& label, std::string_view table)> tableExists = nullptr;
+  // The rows of a live table changed since a cursor (sim::StoreView::live_changes); when not given,
+  // every table is read whole.
+  std::function<std::optional<std::vector<int64_t>>(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor)>
+      changes = nullptr;
 
   SqlCursor operator()(const std::string& label, std::string_view sql, const std::vector<SqlValue>& params = {}) const {
     return read(label, sql, params);
+  }
+  std::optional<std::vector<int64_t>> changedRows(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) const {
+    if (changes) return changes(label, table, cursor);
+    return std::nullopt;
   }
   bool hasTable(const std::string& label, std::string_view table) const {
     if (tableExists) return tableExists(label, table);

@@ -356,6 +356,7 @@ void SqliteStore::open_live() {
   live_statements_.clear();
   live_has_connection_state_ = false;
   live_.reset(open_image(live_image_));
+  live_changes_.restart();
   configure_live();
 }
 
@@ -371,6 +372,8 @@ void SqliteStore::configure_live() {
   sqlite3_create_function_v2(db, "randomblob", 1, SQLITE_UTF8 | SQLITE_INNOCUOUS, &env_, sql_randomblob, nullptr, nullptr,
                              nullptr);
   sqlite3_set_authorizer(db, &SqliteStore::authorize, this);
+  // Also keeps DELETE without WHERE row by row (SQLite's truncation would note nothing).
+  sqlite3_preupdate_hook(db, &SqliteStore::note_change, this);
   internal("PRAGMA temp_store = MEMORY");    // statement journals and temp tables stay off the disk
   internal("PRAGMA foreign_keys = ON");       // always enforced (runtime.md 4.1)
   apply_max_bytes();
@@ -452,6 +455,20 @@ bool SqliteStore::observe_live_has_table(std::string_view table) {
   const std::string name(table);
   // With no column named, SQLITE_OK exactly when `name` is a table of the main schema (not a view).
   return sqlite3_table_column_metadata(live_.get(), "main", name.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) == SQLITE_OK;
+}
+
+std::optional<std::vector<int64_t>> SqliteStore::observe_live_changes(std::string_view table, RowChangeCursor& cursor) {
+  ClockScope clock(env_);
+  const int64_t schema_version = internal_int("PRAGMA schema_version").value_or(0);
+  return live_changes_.since(table, cursor, schema_version);
+}
+
+void SqliteStore::note_change(void* self, sqlite3*, int op, const char* database, const char* table, sqlite3_int64 rowid_before,
+                              sqlite3_int64 rowid_after) {
+  if (std::strcmp(database, "main") != 0) return;
+  RowChangeJournal& journal = static_cast<SqliteStore*>(self)->live_changes_;
+  if (op != SQLITE_INSERT) journal.note(table, rowid_before);               // the row deleted or updated
+  if (op != SQLITE_DELETE && (op == SQLITE_INSERT || rowid_after != rowid_before)) journal.note(table, rowid_after);
 }
 
 std::optional<int64_t> SqliteStore::observe_live_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }

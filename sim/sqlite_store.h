@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/runtime.h"
+#include "sim/row_changes.h"
 #include "sim/sqlite_vfs.h"
 #include "sim/statement_cache.h"
 
@@ -113,6 +114,9 @@ class SqliteStore {
   // Whether the live schema (the open transaction's changes included) has a table named `table`,
   // read from the connection's parsed schema instead of by a statement over sqlite_master.
   bool observe_live_has_table(std::string_view table);
+  // The rowids of the live table `table` changed since `cursor`, advancing it; nullopt when it must
+  // be read whole (sim/row_changes.h).
+  std::optional<std::vector<int64_t>> observe_live_changes(std::string_view table, RowChangeCursor& cursor);
 
  private:
   enum class Access { user, internal };
@@ -146,6 +150,9 @@ class SqliteStore {
   void mirror_image() const;
   void mirror_delta(const PageDelta& delta) const;
   static int authorize(void* self, int action, const char* arg1, const char* arg2, const char* db, const char* trigger);
+  // The preupdate hook (its rowids are sqlite3_int64, that is long long).
+  static void note_change(void* self, sqlite3* db, int op, const char* database, const char* table, long long rowid_before,
+                          long long rowid_after);
   int authorize_user(int action, const char* arg1, const char* arg2);
 
   SqlEnvironment env_;
@@ -154,6 +161,7 @@ class SqliteStore {
   std::string durable_image_;  // the database file after the last confirmed commit
   Connection live_;
   StatementCache live_statements_;  // after live_: finalized before it closes
+  RowChangeJournal live_changes_;   // of the live connection; restarts with it
   bool in_transaction_ = false;
   uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
   std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction

@@ -41,6 +41,11 @@ bool StoreView::has_table(std::string_view label, std::string_view table) const 
   return store(label).observe_live_has_table(table);
 }
 
+std::optional<std::vector<int64_t>> StoreView::live_changes(std::string_view label, std::string_view table,
+                                                            RowChangeCursor& cursor) const {
+  return store(label).observe_live_changes(table, cursor);
+}
+
 void StoreView::add(const std::string& label, SqliteStore& store) {
   if (!stores_.emplace(label, &store).second) throw std::logic_error("store view: '" + label + "' is registered twice");
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/runtime.h"
+#include "sim/row_changes.h"
 
 namespace durasim::sim {
 
@@ -45,6 +46,9 @@ class StoreView {
   std::optional<int64_t> durable_alarm(std::string_view label) const;
   // Whether the live state of `label` has a table named `table`.
   bool has_table(std::string_view label, std::string_view table) const;
+  // The rowids of the live table `table` of `label` changed since `cursor`, advancing it; nullopt
+  // when the table must be read whole (sim/row_changes.h).
+  std::optional<std::vector<int64_t>> live_changes(std::string_view label, std::string_view table, RowChangeCursor& cursor) const;
 
   // For object hosts. REQUIRES: `label` is not registered; `store` outlives its registration.
   void add(const std::string& label, SqliteStore& store);

@@ -1,0 +1,174 @@
+// The row-change journal (sim/row_changes.h) of SqliteStore's live state and the checkers' table
+// mirrors built on it (properties/table_mirror.h): every way SQLite can change a row is noted (also
+// DELETE without WHERE and rows displaced by REPLACE), undone changes stay noted, a new live
+// connection or a schema change sends readers back to a whole read, and a mirror refreshed from
+// the journal always equals the table read whole, whatever random writes, rollbacks, commits and
+// durability decisions came between.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "properties/table_mirror.h"
+#include "sim/sqlite_store.h"
+
+namespace durasim {
+namespace {
+
+using sim::RowChangeCursor;
+using sim::RowChangeJournal;
+using sim::SqliteStore;
+
+TEST(RowChangeJournal, ANewCursorReadsWholeThenOnlyItsTablesNotes) {
+  RowChangeJournal journal;
+  RowChangeCursor cursor;
+  EXPECT_FALSE(journal.since("t", cursor, 1).has_value()) << "a new cursor reads the table whole";
+  journal.note("t", 5);
+  journal.note("u", 6);
+  journal.note("t", 7);
+  EXPECT_EQ(journal.since("t", cursor, 1), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(journal.since("t", cursor, 1), std::vector<int64_t>{}) << "each note is handed out once";
+  journal.note("t", 8);
+  EXPECT_FALSE(journal.since("t", cursor, 2).has_value()) << "a schema change since the last look";
+  journal.note("t", 9);
+  journal.restart();
+  EXPECT_FALSE(journal.since("t", cursor, 2).has_value()) << "the journal restarted since the last look";
+  EXPECT_EQ(journal.since("nowhere", cursor, 2), std::vector<int64_t>{});
+}
+
+constexpr int64_t kNow = 1'700'000'000'000;
+
+struct Store {
+  uint64_t bits = 1;
+  SqliteStore store{sim::SqlEnvironment{[this] { return bits++; }, [] { return kNow; }}};
+  RowChangeCursor cursor;
+
+  Store() {
+    store.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT UNIQUE, v INTEGER)");
+    const std::optional<sim::LocalCommit> created = store.commit_local();
+    store.confirm_overtaking(created->number);  // durable: no decision drops the table
+    changes();  // the first look reads whole
+  }
+  // The distinct rowids of t noted since the last look, or nullopt for "read it whole".
+  std::optional<std::set<int64_t>> changes() {
+    const std::optional<std::vector<int64_t>> rowids = store.observe_live_changes("t", cursor);
+    if (!rowids) return std::nullopt;
+    return std::set<int64_t>(rowids->begin(), rowids->end());
+  }
+  void commit() { store.commit_local(); }
+};
+
+TEST(RowChangeJournal, NotesInsertsUpdatesAndDeletesOfTheLiveStore) {
+  Store s;
+  s.store.exec("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)");
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{1, 2, 3}));
+  s.store.exec("UPDATE t SET v = 9 WHERE id = 2");
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{2}));
+  s.store.exec("UPDATE t SET id = 7 WHERE id = 3");
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{3, 7})) << "a rowid update notes the old and the new rowid";
+  s.store.exec("DELETE FROM t WHERE id = 1");
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{1}));
+}
+
+TEST(RowChangeJournal, NotesADeleteWithoutWhereRowByRow) {
+  Store s;
+  s.store.exec("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)");
+  s.commit();
+  s.changes();
+  s.store.exec("DELETE FROM t");  // SQLite truncates such a table unless a preupdate hook is set
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{1, 2}));
+}
+
+TEST(RowChangeJournal, NotesTheRowAReplaceDisplaces) {
+  Store s;
+  s.store.exec("INSERT INTO t VALUES (1, 'a', 1)");
+  s.changes();
+  s.store.exec("INSERT OR REPLACE INTO t VALUES (2, 'a', 5)");  // conflicts on k: row 1 goes
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{1, 2}));
+}
+
+TEST(RowChangeJournal, ChangesUndoneByARollbackStayNoted) {
+  Store s;
+  s.store.savepoint_begin();
+  s.store.exec("INSERT INTO t VALUES (4, 'd', 4)");
+  s.store.savepoint_rollback();
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{4})) << "a reader re-reads it and finds it gone";
+}
+
+TEST(RowChangeJournal, SchemaChangesAndNewConnectionsSendReadersBackToAWholeRead) {
+  Store s;
+  s.store.exec("CREATE TABLE other(x)");
+  EXPECT_FALSE(s.changes().has_value()) << "a schema change";
+  EXPECT_EQ(s.changes(), std::set<int64_t>{});
+  s.store.exec("INSERT INTO t VALUES (1, 'a', 1)");
+  s.commit();
+  s.store.decide(0);  // the commit is dropped: a new live connection on the durable state
+  EXPECT_FALSE(s.changes().has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// A mirror refreshed from the journal equals the table read whole.
+
+enum Op { kInsert, kReplace, kUpdate, kDeleteRange, kDeleteAll, kRollback, kCommit, kDecide, kRecreate, kOpCount };
+
+std::map<int64_t, std::vector<SqlValue>> wholeTable(SqliteStore& store) {
+  std::map<int64_t, std::vector<SqlValue>> rows;
+  for (const SqlRow& row : store.observe_live("SELECT rowid AS _rowid, k, v FROM t").toVector()) rows[row.int64("_rowid")] = row.values();
+  return rows;
+}
+
+std::map<int64_t, std::vector<SqlValue>> mirrored(const properties::TableMirror& mirror) {
+  std::map<int64_t, std::vector<SqlValue>> rows;
+  for (const auto& [rowid, row] : mirror.rows()) rows[rowid] = row.values();
+  return rows;
+}
+
+RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
+  Store s;
+  properties::TableMirror mirror("t", "k, v");
+  const properties::StoreReader reader{
+      [&](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return s.store.observe_live(sql, params); }, nullptr,
+      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_changes(table, cursor); }};
+  const int steps = *rc::gen::inRange(1, 40);
+  for (int step = 0; step < steps; ++step) {
+    const auto op = static_cast<Op>(*rc::gen::inRange(0, static_cast<int>(kOpCount)));
+    const int64_t a = *rc::gen::inRange(0, 80), b = *rc::gen::inRange(0, 80);
+    switch (op) {
+      case kInsert: s.store.exec("INSERT OR IGNORE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b}); break;
+      case kReplace: s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b}); break;
+      case kUpdate: s.store.exec("UPDATE OR IGNORE t SET v = v + 1, id = id + ? WHERE id BETWEEN ? AND ?", {b % 3, a, a + 5}); break;
+      case kDeleteRange: s.store.exec("DELETE FROM t WHERE id BETWEEN ? AND ?", {std::min(a, b), std::max(a, b)}); break;
+      case kDeleteAll: s.store.exec("DELETE FROM t"); break;
+      case kRollback:
+        s.store.savepoint_begin();
+        s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b});
+        s.store.savepoint_rollback();
+        break;
+      case kCommit: s.store.commit_local(); break;
+      case kDecide: {
+        s.store.commit_local();
+        const std::size_t unconfirmed = s.store.unconfirmed().size();
+        s.store.decide(static_cast<std::size_t>(b) % (unconfirmed + 1));
+        break;
+      }
+      case kRecreate:
+        s.store.exec("DROP TABLE t");
+        s.store.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT UNIQUE, v INTEGER)");
+        if (a % 2) s.store.exec("INSERT INTO t VALUES (?, 'x', 0)", {b});
+        break;
+      case kOpCount: break;
+    }
+    if (*rc::gen::inRange(0, 3) == 0) continue;  // some changes pile up between two looks
+    mirror.refresh(reader, "t");
+    RC_ASSERT(mirrored(mirror) == wholeTable(s.store));
+  }
+}
+
+}  // namespace
+}  // namespace durasim
