@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/runtime.h"
-#include "sim/row_changes.h"
+#include "sim/store_view.h"
 
 namespace durasim::properties {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "properties/store_reader.h"
-#include "sim/row_changes.h"
+#include "sim/store_view.h"
 
 namespace durasim::properties {
 

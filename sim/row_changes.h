@@ -7,6 +7,7 @@
 // is never missed. The journal restarts when rows may have changed without a note (a new live
 // connection, a schema change since the reader's last look, a journal grown past its bound): the
 // reader then reads its table whole. It never draws a choice, schedules, or touches the store.
+// Readers hold a RowChangeCursor (sim/store_view.h) per table.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +17,9 @@
 #include <utility>
 #include <vector>
 
-namespace durasim::sim {
+#include "sim/store_view.h"
 
-// Where one reader of one table stands in the journal. A new cursor reads the table whole first.
-struct RowChangeCursor {
-  uint64_t journal = 0;         // the journal it read last (0: none yet)
-  std::size_t position = 0;     // the notes of that journal it has seen
-  int64_t schema_version = -1;  // the live schema version at its last look
-};
+namespace durasim::sim {
 
 class RowChangeJournal {
  public:

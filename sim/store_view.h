@@ -7,6 +7,7 @@
 // and workloads' drain conditions read them.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "engine/runtime.h"
-#include "sim/row_changes.h"
 
 namespace durasim::sim {
 
@@ -25,6 +25,14 @@ class SqliteStore;
 inline std::string object_label(std::string_view className, std::string_view name) {
   return std::string(className) + "/" + std::string(name);
 }
+
+// Where one reader of one live table stands in its store's row-change journal (sim/row_changes.h).
+// A new cursor reads the table whole first.
+struct RowChangeCursor {
+  uint64_t journal = 0;         // the journal it read last (0: none yet)
+  std::size_t position = 0;     // the notes of that journal it has seen
+  int64_t schema_version = -1;  // the live schema version at its last look
+};
 
 class StoreView {
  public:
