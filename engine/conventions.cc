@@ -35,10 +35,8 @@ double jsRound(double x) { return std::floor(x + 0.5); }
 std::optional<std::string> serialize(const nlohmann::json& v) {
   if (hasUnstorable(v)) return std::nullopt;
   try {
-    nlohmann::json wrapper = nlohmann::json::object();
-    wrapper["kind"] = "value";
-    wrapper["value"] = v;
-    return wrapper.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+    // The dump of the wrapper object, keys in order, without copying `v` into one.
+    return "{\"kind\":\"value\",\"value\":" + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict) + "}";
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <map>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "engine/conventions.h"
@@ -79,6 +82,31 @@ const std::vector<Migration> kLogLeaseMigrations = {
      " allocated_offset INTEGER NOT NULL);",
      "DROP TABLE IF EXISTS " DURASIM_LOG_ALLOCATIONS ";"
      "DROP TABLE IF EXISTS " DURASIM_LOG_LEASES ";"}};
+
+// The keys of a batch without repeats, in order of first occurrence.
+std::vector<std::string> distinctInOrder(const std::vector<std::string>& keys) {
+  std::vector<std::string> distinct;
+  std::set<std::string_view> seen;
+  for (const std::string& key : keys)
+    if (seen.insert(key).second) distinct.push_back(key);
+  return distinct;
+}
+
+// The hot offsets of those of `keys` (distinct) that are dedup hits: one lookup per 100 keys, the
+// platform's bound on a statement's parameters (docs/decisions.md, "One dedup lookup per batch").
+std::map<std::string, int64_t> lookUpHotKeys(StorageTxn& txn, const std::vector<std::string>& keys) {
+  constexpr std::size_t kKeysPerLookup = 100;
+  std::map<std::string, int64_t> hits;
+  for (std::size_t from = 0; from < keys.size(); from += kKeysPerLookup) {
+    const std::size_t n = std::min(kKeysPerLookup, keys.size() - from);
+    std::string sql = "SELECT dedup_key, \"offset\" FROM " DURASIM_LOG_RECORDS " WHERE dedup_key IN (?";
+    for (std::size_t i = 1; i < n; ++i) sql += ", ?";
+    sql += ")";
+    std::vector<SqlValue> params(keys.begin() + static_cast<std::ptrdiff_t>(from), keys.begin() + static_cast<std::ptrdiff_t>(from + n));
+    for (const SqlRow& row : txn.execValues(sql, std::move(params)).toVector()) hits[row.text("dedup_key")] = row.int64("offset");
+  }
+  return hits;
+}
 
 constexpr char kLogCapability[] = "log";
 constexpr char kLeaseCapability[] = "logLeases";
@@ -231,13 +259,12 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
     std::vector<std::string> fresh;            // new keys, by first occurrence
     std::map<std::string, std::size_t> last;   // key -> index of its last occurrence
     for (std::size_t i = 0; i < keys.size(); ++i) last[keys[i]] = i;
-    std::map<std::string, bool> looked;
-    for (const std::string& key : keys) {
-      if (looked.count(key)) continue;
-      looked[key] = true;
-      std::optional<SqlRow> hit = txn.exec("SELECT \"offset\" FROM " DURASIM_LOG_RECORDS " WHERE dedup_key = ?", key).next();
-      if (hit)
-        offsetOf[key] = hit->int64("offset");
+    const std::vector<std::string> distinct = distinctInOrder(keys);
+    const std::map<std::string, int64_t> hits = lookUpHotKeys(txn, distinct);
+    for (const std::string& key : distinct) {
+      const auto hit = hits.find(key);
+      if (hit != hits.end())
+        offsetOf[key] = hit->second;
       else
         fresh.push_back(key);
     }
