@@ -306,13 +306,13 @@ bool LogChecks::hasLogTables(const std::string& object) {
 
 LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
   Bounds b;
-  const SqlRow seq = reader_(object, "SELECT next_offset AS n, total_bytes AS total FROM " DURASIM_LOG_SEQ " WHERE id = 1").one();
-  b.next = seq.int64("n");
-  b.totalBytes = seq.int64("total");
-  const std::optional<int64_t> hot = reader_(object, "SELECT MIN(\"offset\") AS m FROM " DURASIM_LOG_RECORDS).one().optInt64("m");
-  b.hot = hot.value_or(b.next);
-  const std::optional<int64_t> seg = reader_(object, "SELECT MIN(first_offset) AS m FROM " DURASIM_LOG_SEGMENTS).one().optInt64("m");
-  b.oldest = std::min(seg.value_or(b.hot), b.hot);
+  const SqlRow r = reader_(object, "SELECT next_offset AS n, total_bytes AS total, (SELECT MIN(\"offset\") FROM " DURASIM_LOG_RECORDS
+                                   ") AS hot, (SELECT MIN(first_offset) FROM " DURASIM_LOG_SEGMENTS ") AS seg FROM " DURASIM_LOG_SEQ " WHERE id = 1")
+                       .one();
+  b.next = r.int64("n");
+  b.totalBytes = r.int64("total");
+  b.hot = r.optInt64("hot").value_or(b.next);
+  b.oldest = std::min(r.optInt64("seg").value_or(b.hot), b.hot);
   return b;
 }
 
