@@ -187,7 +187,7 @@ TEST(RoutingClient, InvokesExactlyOncePerPush) {
   for (int i = 0; i < 5; ++i) {
     const Result r = pushNow(host, client, i);
     EXPECT_TRUE(r.success);
-    EXPECT_EQ(r.value, "v" + std::to_string(i));
+    EXPECT_EQ(r.value, std::string("v").append(std::to_string(i)));
   }
   ASSERT_EQ(rec.calls.size(), 5u);
   EXPECT_EQ(rec.inputs, (std::vector<int>{0, 1, 2, 3, 4}));
@@ -252,7 +252,7 @@ TEST(RoutingClient, ExceptionsPropagateWithoutObservation) {
 Options shardByInput(Recorder& rec) {
   Options o = rec.options();
   o.sharding = [](const int& input, const std::optional<nlohmann::json>&, const Observations&) {
-    return ShardAddress{"s" + std::to_string(input), std::nullopt};
+    return ShardAddress{std::string("s").append(std::to_string(input)), std::nullopt};
   };
   return o;
 }

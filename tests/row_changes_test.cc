@@ -129,6 +129,8 @@ std::map<int64_t, std::vector<SqlValue>> mirrored(const properties::TableMirror&
   return rows;
 }
 
+SqlValue keyOf(int64_t n) { return std::string("k").append(std::to_string(n)); }
+
 RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
   Store s;
   properties::TableMirror mirror("t", "k, v");
@@ -140,14 +142,14 @@ RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
     const auto op = static_cast<Op>(*rc::gen::inRange(0, static_cast<int>(kOpCount)));
     const int64_t a = *rc::gen::inRange(0, 80), b = *rc::gen::inRange(0, 80);
     switch (op) {
-      case kInsert: s.store.exec("INSERT OR IGNORE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b}); break;
-      case kReplace: s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b}); break;
+      case kInsert: s.store.exec("INSERT OR IGNORE INTO t VALUES (?, ?, ?)", {a, keyOf(b), b}); break;
+      case kReplace: s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, keyOf(b), b}); break;
       case kUpdate: s.store.exec("UPDATE OR IGNORE t SET v = v + 1, id = id + ? WHERE id BETWEEN ? AND ?", {b % 3, a, a + 5}); break;
       case kDeleteRange: s.store.exec("DELETE FROM t WHERE id BETWEEN ? AND ?", {std::min(a, b), std::max(a, b)}); break;
       case kDeleteAll: s.store.exec("DELETE FROM t"); break;
       case kRollback:
         s.store.savepoint_begin();
-        s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, "k" + std::to_string(b), b});
+        s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, keyOf(b), b});
         s.store.savepoint_rollback();
         break;
       case kCommit: s.store.commit_local(); break;
