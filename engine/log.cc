@@ -255,19 +255,13 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogA
   // 3. One transaction.
   const int64_t now = ctx_.clock.now();
   std::vector<int64_t> offsets = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
-    std::map<std::string, int64_t> offsetOf;   // key -> offset (hits and new keys)
-    std::vector<std::string> fresh;            // new keys, by first occurrence
     std::map<std::string, std::size_t> last;   // key -> index of its last occurrence
     for (std::size_t i = 0; i < keys.size(); ++i) last[keys[i]] = i;
     const std::vector<std::string> distinct = distinctInOrder(keys);
-    const std::map<std::string, int64_t> hits = lookUpHotKeys(txn, distinct);
-    for (const std::string& key : distinct) {
-      const auto hit = hits.find(key);
-      if (hit != hits.end())
-        offsetOf[key] = hit->second;
-      else
-        fresh.push_back(key);
-    }
+    std::map<std::string, int64_t> offsetOf = lookUpHotKeys(txn, distinct);  // key -> offset: the hits, then the new keys
+    std::vector<std::string> fresh;                                          // new keys, by first occurrence
+    for (const std::string& key : distinct)
+      if (!offsetOf.count(key)) fresh.push_back(key);
     const int64_t first = txn.exec("SELECT next_offset FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("next_offset");
     int64_t next = first;
     if (!fresh.empty()) {

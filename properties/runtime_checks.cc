@@ -42,7 +42,7 @@ const char* id_for(std::string_view ev) {
 void RuntimeChecks::record(const nlohmann::json& event) {
   const auto ev_field = event.find("ev");
   if (ev_field == event.end() || !ev_field->is_string()) return;
-  std::string_view ev = ev_field->get_ref<const std::string&>();
+  const std::string_view ev = ev_field->get_ref<const std::string&>();
   try {
     const int64_t t = event.at("t").get<int64_t>();
     if (ev == "incarnation.start") on_incarnation_start(event, t);

@@ -33,15 +33,16 @@ void TableMirror::refresh(const StoreReader& reader, const std::string& label) {
 
 void TableMirror::readWhole(const StoreReader& reader, const std::string& label) {
   rows_.clear();
-  for (SqlRow& row : reader(label, whole_).toVector()) {
-    const int64_t rowid = row.int64("_rowid");
-    rows_.emplace(rowid, std::move(row));
-  }
+  keep(reader(label, whole_));
 }
 
 void TableMirror::readRange(const StoreReader& reader, const std::string& label, int64_t first, int64_t last) {
   rows_.erase(rows_.lower_bound(first), rows_.upper_bound(last));
-  for (SqlRow& row : reader(label, range_, {first, last}).toVector()) {
+  keep(reader(label, range_, {first, last}));
+}
+
+void TableMirror::keep(SqlCursor rows) {
+  for (SqlRow& row : rows.toVector()) {
     const int64_t rowid = row.int64("_rowid");
     rows_.emplace(rowid, std::move(row));
   }

@@ -26,6 +26,7 @@ class TableMirror {
  private:
   void readWhole(const StoreReader& reader, const std::string& label);
   void readRange(const StoreReader& reader, const std::string& label, int64_t first, int64_t last);
+  void keep(SqlCursor rows);  // adds the rows read (their first column is the rowid)
 
   std::string table_;
   std::string whole_, range_;  // the statements
