@@ -46,6 +46,13 @@ DurableAttemptsExhaustedError::DurableAttemptsExhaustedError(std::string name, i
       alarmName_(std::move(name)),
       maxAttempts_(max) {}
 
+FanoutSettlementError::FanoutSettlementError(const std::string& id, const std::optional<std::string>& outcome)
+    : DurabilityError("Fanout delivery " + quoted(id) + (outcome ? " was already settled as " + quoted(*outcome) : " is stale")),
+      outcome_(outcome) {}
+
+FanoutTimeoutError::FanoutTimeoutError(int64_t ms)
+    : DurabilityError("Fanout delivery timed out after " + std::to_string(ms) + "ms"), timeoutMs_(ms) {}
+
 RoutingError::RoutingError() : DurabilityError("Routing requires a non-empty shard") {}
 
 namespace {

@@ -1,10 +1,11 @@
-// Library error classes used by the scheduler, retry policy, named alarms, migrations, routing and the log
+// Library error classes used by the scheduler, retry policy, named alarms, migrations, routing, the log and fanout
 // (errors-and-contract.md 2), with their exact name() strings and messages, plus serializeError
 // (2.1, never throws) and isNonRetryable (2.2). Runtime errors are never wrapped here.
 #pragma once
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "engine/runtime_errors.h"
@@ -119,6 +120,46 @@ class LogLeaseError : public DurabilityError {
 
  private:
   std::string batchId_;
+};
+
+// A definite rejection of a fanout enqueue (fanout.md 3): returned in EnqueueResult.error, never
+// thrown out of enqueue.
+class FanoutEnqueueError : public DurabilityError {
+ public:
+  using DurabilityError::DurabilityError;
+  std::string name() const override { return "FanoutEnqueueError"; }
+};
+
+// A settlement that cannot take effect (fanout.md 5.2): a second call on one message
+// (`Fanout delivery "<messageId>" was already settled as "<outcome>"`), a call after the batch
+// closed, or a fenced write that matched no row (`Fanout delivery "<id>" is stale`).
+class FanoutSettlementError : public DurabilityError {
+ public:
+  explicit FanoutSettlementError(const std::string& id, const std::optional<std::string>& outcome = std::nullopt);
+  std::string name() const override { return "FanoutSettlementError"; }
+  const std::optional<std::string>& outcome() const { return outcome_; }
+
+ private:
+  std::optional<std::string> outcome_;
+};
+
+// A fanout batch or DLQ write passed its deadline: `Fanout delivery timed out after <ms>ms`.
+class FanoutTimeoutError : public DurabilityError {
+ public:
+  explicit FanoutTimeoutError(int64_t ms);
+  std::string name() const override { return "FanoutTimeoutError"; }
+  int64_t timeoutMs() const { return timeoutMs_; }
+
+ private:
+  int64_t timeoutMs_;
+};
+
+// Stored state that the capability's own writes cannot produce (fanout.md 3, 4.2 step 4):
+// `Fanout manifest and delivery state disagree`.
+class DurabilityStateError : public DurabilityError {
+ public:
+  using DurabilityError::DurabilityError;
+  std::string name() const override { return "DurabilityStateError"; }
 };
 
 // What is recorded of a failure (last_error_name / last_error, lifecycle events).

@@ -13,6 +13,10 @@ namespace durasim::variants {
 // H-A: reconcile computes `next` only from the participant that requested it (SCH-01, 02, 14).
 inline constexpr std::string_view kReconcileOwnKindOnly = "scheduler.reconcile_own_kind_only";
 
+// H-F1: fanout claims each due row in a transaction of its own instead of the whole batch in one
+// (FAN-23, 26).
+inline constexpr std::string_view kFanoutPerRowClaim = "fanout.per_row_claim";
+
 // The lease flags (H4-H8) are read by DurabilityLog::LeaseVariants (engine/log_lease_variants.cc).
 // H4: a fresh lease inserts its row, yields, then upserts the allocation as a second write (LSE-01, 02).
 inline constexpr std::string_view kLeaseTwoWriteAllocation = "log.lease_two_write_allocation";
