@@ -53,6 +53,8 @@ std::vector<VariantInfo> make_registry() {
       unreachable(engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
                               {"SCH-01", "SCH-02", "SCH-14"}, ""),
                   "needs a second participant kind on one scheduler (the fanout work queue)"),
+      unreachable(engine_flag(v::kFanoutPerRowClaim, "H-F1", "a pass claims its whole due batch in one transaction", {"FAN-23", "FAN-26"}, ""),
+                  "needs a workload driving the fanout work queue, which does not exist yet"),
       engine_flag(v::kLeaseTwoWriteAllocation, "H4", "a fresh lease and its allocation commit as one transaction", {"LSE-01", "LSE-02"}, "log"),
       engine_flag(v::kLeaseAdvanceFromZero, "H5", "a consumer with no cursor commits through leases above a trimmed start",
                   {"LSE-12", "LSE-15"}, "log"),
