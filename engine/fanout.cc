@@ -913,7 +913,7 @@ Task<void> DurabilityFanout::deadLetter(Row row, std::string reason, std::option
                                error ? SqlValue(error->name) : SqlValue(), row.id, row.generation, row.attempt)
                          .rowsWritten() > 0;
     ctx_.probe(fanout_events::kDeadIntentWrite, {{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt},
-                                                 {"reason", reason}, {"at", timestamp}, {"matched", any}});
+                                                 {"reason", reason}, {"at", timestamp}, {"error", errorJson(error)}, {"matched", any}});
     txn.reconcile();
     return any;
   });

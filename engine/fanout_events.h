@@ -39,7 +39,7 @@ inline constexpr std::string_view kDelivered = "fan.delivered";
 inline constexpr std::string_view kAckWrite = "fan.ack.write";
 // row, generation, attempt, next, error, matched
 inline constexpr std::string_view kRetryWrite = "fan.retry.write";
-// row, generation, attempt, reason, at, matched
+// row, generation, attempt, reason, at, error ({name, message} or null), matched
 inline constexpr std::string_view kDeadIntentWrite = "fan.dead.intent.write";
 // row, delivery, failed
 inline constexpr std::string_view kDlq = "fan.dlq";
