@@ -13,7 +13,12 @@ namespace {
 
 const std::vector<std::string> kTargets{"a", "b"};
 
-std::string rowOf(const std::string& key, const std::string& target) { return FanoutDelivery{key, target}.rowId(); }
+std::string rowOf(const std::string& key, const std::string& target) {
+  FanoutDelivery row;
+  row.key = key;
+  row.target = target;
+  return row.rowId();
+}
 
 TEST(FanoutModel, FirstAttemptAtRoundsUpToTheBatchWindow) {
   EXPECT_EQ(firstAttemptAt(1234, 0), 1234);
