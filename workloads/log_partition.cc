@@ -10,29 +10,6 @@ namespace durasim::workloads {
 
 namespace {
 
-nlohmann::json processingJson(const ProcessingLoad& load) {
-  return {{"inFlight", load.inFlight},
-          {"completed", load.completed},
-          {"averageProcessingMs", load.averageProcessingMs ? nlohmann::json(*load.averageProcessingMs) : nlohmann::json()}};
-}
-
-void readProcessing(const nlohmann::json& j, ProcessingLoad& load) {
-  load.inFlight = j.at("inFlight").get<int64_t>();
-  load.completed = j.at("completed").get<int64_t>();
-  const nlohmann::json& average = j.at("averageProcessingMs");
-  load.averageProcessingMs = average.is_null() ? std::nullopt : std::optional<double>(average.get<double>());
-}
-
-LoadSnapshot loadFromJson(const nlohmann::json& j) {
-  LoadSnapshot load;
-  load.observedAt = j.at("observedAt").get<int64_t>();
-  load.windowMs = j.at("windowMs").get<int64_t>();
-  readProcessing(j.at("inbound"), load.inbound);
-  readProcessing(j.at("outbound"), load.outbound);
-  load.outbound.pendingDeliveries = j.at("outbound").at("pendingDeliveries").get<int64_t>();
-  return load;
-}
-
 LogRecord recordFromJson(const nlohmann::json& j) {
   return LogRecord{j.at("offset").get<int64_t>(), j.at("key").get<std::string>(), j.at("body"), j.at("appendedAt").get<int64_t>()};
 }
@@ -92,32 +69,8 @@ std::optional<SegmentRange> parseSegmentKey(const std::string& key) {
   }
 }
 
-nlohmann::json toJson(const LoadSnapshot& load) {
-  nlohmann::json outbound = processingJson(load.outbound);
-  outbound["pendingDeliveries"] = load.outbound.pendingDeliveries;
-  return {{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", processingJson(load.inbound)},
-          {"outbound", outbound}};
-}
-
-nlohmann::json toJson(const EnqueueResult<std::vector<int64_t>>& r) {
-  nlohmann::json j = {{"success", r.success}, {"load", toJson(r.load)}};
-  if (r.value) j["value"] = *r.value;
-  if (r.error) j["error"] = {{"name", r.error->name}, {"message", r.error->message}};
-  return j;
-}
-
 nlohmann::json toJson(const LogRecord& record) {
   return {{"offset", record.offset}, {"key", record.deduplicationKey}, {"body", record.body}, {"appendedAt", record.appendedAt}};
-}
-
-EnqueueResult<std::vector<int64_t>> appendResultFromJson(const nlohmann::json& reply) {
-  EnqueueResult<std::vector<int64_t>> r;
-  r.success = reply.at("success").get<bool>();
-  if (reply.contains("value")) r.value = reply.at("value").get<std::vector<int64_t>>();
-  if (reply.contains("error"))
-    r.error = ErrorInfo{reply.at("error").at("name").get<std::string>(), reply.at("error").at("message").get<std::string>()};
-  r.load = loadFromJson(reply.at("load"));
-  return r;
 }
 
 nlohmann::json errorJson(const DurabilityError& error) {

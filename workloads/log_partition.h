@@ -28,6 +28,7 @@
 #include "engine/log.h"
 #include "engine/load.h"
 #include "engine/scheduler.h"
+#include "workloads/envelope.h"
 #include "workloads/outbound_samples.h"
 
 namespace durasim::workloads {
@@ -65,11 +66,11 @@ struct SegmentRange {
 };
 std::optional<SegmentRange> parseSegmentKey(const std::string& key);
 
-// JSON forms of what crosses RPC.
-nlohmann::json toJson(const LoadSnapshot& load);
-nlohmann::json toJson(const EnqueueResult<std::vector<int64_t>>& result);
+// JSON forms of what crosses RPC (the envelope's are in workloads/envelope.h).
 nlohmann::json toJson(const LogRecord& record);
-EnqueueResult<std::vector<int64_t>> appendResultFromJson(const nlohmann::json& reply);
+inline EnqueueResult<std::vector<int64_t>> appendResultFromJson(const nlohmann::json& reply) {
+  return enqueueResultFromJson<std::vector<int64_t>>(reply);
+}
 // A library error as `{name, message}` plus requestedOffset/oldestOffset (LogTruncatedError) or
 // batchId (LogLeaseError).
 nlohmann::json errorJson(const DurabilityError& error);
