@@ -50,9 +50,9 @@ VariantInfo unreachable(VariantInfo info, std::string_view why) {
 std::vector<VariantInfo> make_registry() {
   return {
       // ---- Engine flags (hazards.md)
-      unreachable(engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
-                              {"SCH-01", "SCH-02", "SCH-14"}, ""),
-                  "needs a second participant kind on one scheduler (the fanout work queue)"),
+      // Reached in the fanout seeds whose mailboxes attach named alarms beside the fanout.
+      engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
+                  {"SCH-01", "SCH-02", "SCH-14"}, "fanout"),
       unreachable(engine_flag(v::kFanoutPerRowClaim, "H-F1", "a pass claims its whole due batch in one transaction", {"FAN-23", "FAN-26"}, ""),
                   "needs a workload driving the fanout work queue, which does not exist yet"),
       engine_flag(v::kLeaseTwoWriteAllocation, "H4", "a fresh lease and its allocation commit as one transaction", {"LSE-01", "LSE-02"}, "log"),

@@ -52,4 +52,17 @@ inline constexpr std::string_view kMemo = "fan.memo";
 // pendingDeliveries
 inline constexpr std::string_view kLoad = "fan.load";
 
+// ---- Reported by an application of the fanout (workloads/mailbox.h) ----
+
+// The consumer received a delivery (once per delivery and attempt): mailbox, target, delivery, id,
+// attempt
+inline constexpr std::string_view kAppConsume = "app.fan.consume";
+// A settlement call of the application and how it ended: mailbox, delivery, action ("ack" |
+// "retry" | "deadLetter"), delayMs?, second (a repeated call), result ("ok" or the error's name)
+inline constexpr std::string_view kAppSettle = "app.fan.settle";
+// A create-only write to a cold bucket: mailbox, bucket, key, created, attempts, reason (DLQ only)
+inline constexpr std::string_view kAppStored = "app.fan.stored";
+// A DLQ entry redriven: mailbox, key, delivery, id, target, success, removed
+inline constexpr std::string_view kAppRedrive = "app.fan.redrive";
+
 }  // namespace durasim::fanout_events

@@ -5,6 +5,7 @@
 
 #include "engine/alarms_events.h"
 #include "engine/alarms_schema.h"
+#include "engine/fanout_schema.h"
 #include "engine/migrations.h"
 #include "engine/scheduler_events.h"
 #include "properties/event_fields.h"
@@ -12,6 +13,9 @@
 namespace durasim::properties {
 
 namespace {
+
+// The tables whose pending rows drive the object's alarm (scheduler.md 3.1), one per participant kind.
+constexpr const char* kParticipantTables[] = {DURASIM_ALARMS, DURASIM_FANOUT_DELIVERIES};
 using nlohmann::json;
 using namespace fields;
 
@@ -225,7 +229,7 @@ void AlarmChecks::onConfirm(const json& e) {
 }
 
 void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm) {
-  if (!hasAlarmTable(object)) return;
+  if (!hasParticipantTable(object)) return;
   const std::optional<int64_t> next = independentNext(object);
   tallies_.check("SCH-02", next == r.next, [&] {
     return object + " reconcile computed next " + str(r.next) + " but the committed rows give " + str(next);
@@ -263,8 +267,22 @@ void AlarmChecks::checkRows(const std::string& object) {
   }
 }
 
+// scheduler.md 3.1: the earliest due time over the pending rows of every participant kind the object
+// holds (named alarms, fanout deliveries).
 std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
-  return reader_(object, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'").one().optInt64("next");
+  std::optional<int64_t> next;
+  for (const char* table : kParticipantTables) {
+    if (!reader_.hasTable(object, table)) continue;
+    const std::optional<int64_t> earliest =
+        reader_(object, std::string("SELECT MIN(next_attempt_at) AS next FROM ") + table + " WHERE status = 'pending'").one().optInt64("next");
+    if (earliest && (!next || *earliest < *next)) next = earliest;
+  }
+  return next;
+}
+
+bool AlarmChecks::hasParticipantTable(const std::string& object) {
+  return std::any_of(std::begin(kParticipantTables), std::end(kParticipantTables),
+                     [&](const char* table) { return reader_.hasTable(object, table); });
 }
 
 std::map<std::string, AlarmChecks::RowState> AlarmChecks::readRows(const std::string& object) {
@@ -593,8 +611,8 @@ void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& st
     tallies_.check("SCH-11", table == recorded && history == (historyRows > 0), [&] {
       return object + " schema: alarms table " + (table ? "present" : "absent") + ", migration " + (recorded ? "recorded" : "not recorded");
     });
-    if (!table) continue;
-    // SCH-01 at quiescence, SCH-14 nothing overdue, ALM-14 nothing pending after heal.
+    if (!hasParticipantTable(object)) continue;
+    // SCH-01 at quiescence and SCH-14 nothing overdue, over every participant's rows.
     const std::optional<int64_t> next = independentNext(object);
     tallies_.check("SCH-01", alarm.has_value() == next.has_value(), [&] {
       return object + " at quiescence: alarm " + str(alarm) + " but the earliest pending row is " + str(next);
@@ -602,6 +620,8 @@ void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& st
     tallies_.check("SCH-14", !next || *next > now - alarmMinDelayMs - kPlatformLatenessMs, [&] {
       return object + " pending row due at " + str(next) + " was never taken up (now " + str(now) + ")";
     });
+    if (!table) continue;
+    // ALM-14 nothing pending after heal.
     if (healedAt_) judgeTakeUps(object, now);
     std::map<std::string, std::pair<std::string, std::string>> rows;  // name -> (generation, status)
     for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status FROM " DURASIM_ALARMS).toVector()) {

@@ -178,6 +178,8 @@ class AlarmChecks final : public ObjectChecker {
   std::optional<int64_t> independentNext(const std::string& object);
   std::optional<SqlRow> row(const std::string& object, const std::string& name);
   bool hasAlarmTable(const std::string& object);
+  // Whether `object` holds the table of any participant kind of the scheduler.
+  bool hasParticipantTable(const std::string& object);
 
   StoreReader reader_;
   AlarmPolicyView policy_;
