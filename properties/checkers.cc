@@ -14,6 +14,7 @@
 #include "model/alarms_model.h"
 #include "properties/alarm_checks.h"
 #include "properties/event_fields.h"
+#include "properties/fanout_checks.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
 #include "properties/object_checker.h"
@@ -170,6 +171,19 @@ class LeaseFamily final : public Checker {
   LeaseChecks checks_;
 };
 
+class FanoutFamily final : public Checker {
+ public:
+  explicit FanoutFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
+  void record(const json& event) override {
+    checks_.record(event);
+    if (phase_of(event) == "check") checks_.finish();
+  }
+  void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
+
+ private:
+  FanoutChecks checks_;
+};
+
 class RoutingFamily final : public Checker {
  public:
   void record(const json& event) override {
@@ -201,6 +215,7 @@ const std::vector<CheckerEntry>& checker_registry() {
       {"log", {"LOG"}, with_scope<LogFamily>()},
       {"leases", {"LSE"}, with_scope<LeaseFamily>()},
       {"routing", {"RTE"}, unscoped<RoutingFamily>()},
+      {"fanout", {"FAN"}, with_scope<FanoutFamily>()},
   };
   return registry;
 }

@@ -10,14 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "faults/fault_plan.h"
 #include "properties/alarm_checks.h"
-#include "properties/checkers.h"
 #include "sim/sqlite_store.h"
-#include "sim/world.h"
-#include "workloads/run_config.h"
-#include "workloads/runner.h"
-#include "workloads/workload.h"
+#include "tests/mutated_stream.h"
 
 namespace durasim {
 namespace {
@@ -36,82 +31,12 @@ struct AlarmPolicyStub {
   }
 };
 
-class NullSink final : public sim::TraceSink {
- public:
-  void record(const json&) override {}
-};
-
-// Changes the `nth` event named `ev` (counting from 0) before the checkers see it, and hands them
-// `copies` of it.
-struct Mutation {
-  std::string ev;
-  int nth = 0;
-  std::function<void(json&)> change;
-  int copies = 1;
-};
-
-class MutatingObserver final : public sim::TraceSink {
- public:
-  MutatingObserver(std::vector<std::unique_ptr<properties::Checker>> checkers, Mutation mutation)
-      : checkers_(std::move(checkers)), mutation_(std::move(mutation)) {}
-
-  void record(const json& event) override {
-    if (!mutation_.ev.empty() && event.value("ev", "") == mutation_.ev && seen_++ == mutation_.nth) {
-      json changed = event;
-      mutation_.change(changed);
-      applied_ = true;
-      for (int i = 0; i < mutation_.copies; ++i) forward(changed);
-      return;
-    }
-    forward(event);
-  }
-  void report(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const {
-    for (const auto& checker : checkers_) checker->report(tallies, properties::RunFacts{accounting});
-  }
-  bool applied() const { return applied_; }
-
- private:
-  void forward(const json& event) {
-    for (const auto& checker : checkers_) checker->record(event);
-  }
-  std::vector<std::unique_ptr<properties::Checker>> checkers_;
-  Mutation mutation_;
-  int seen_ = 0;
-  bool applied_ = false;
-};
-
-struct Checked {
-  sim::Tallies tallies;
-  bool applied = false;
-  uint64_t violations(const std::string& id) const {
-    const auto found = tallies.by_id().find(id);
-    return found == tallies.by_id().end() ? 0 : found->second.violated;
-  }
-  std::string examples() const {
-    std::string out;
-    for (const auto& [id, tally] : tallies.by_id())
-      for (const std::string& example : tally.examples) out += id + ": " + example + "\n";
-    return out;
-  }
-};
+using mutated::Checked;
+using mutated::Mutation;
 
 // The alarms workload, seed kSeed, no faults, its SCH and ALM checks behind `mutation`.
 Checked run(Mutation mutation = {}) {
-  workloads::RunConfig config;
-  config.workload = "alarms";
-  config.faults = "none";
-  NullSink sink;
-  sim::World world(config.start_time, sim::RandomSource::recording(kSeed), sink);
-  MutatingObserver observer(properties::make_checkers({{"SCH", "AlarmApp"}, {"ALM", "AlarmApp"}}, world.stores()), std::move(mutation));
-  world.observe(observer);
-  faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
-  const workloads::WorkloadInfo* info = workloads::find_workload("alarms");
-  auto workload = info->make(config.options);
-  Checked checked;
-  workloads::run_phases(world, plan, *workload, config, checked.tallies, [] { return true; });
-  observer.report(checked.tallies, plan.accounting());
-  checked.applied = observer.applied();
-  return checked;
+  return mutated::runMutated("alarms", {{"SCH", "AlarmApp"}, {"ALM", "AlarmApp"}}, kSeed, std::move(mutation));
 }
 
 TEST(AlarmChecks, TheUnmutatedStreamPassesEveryCheck) {

@@ -1,0 +1,309 @@
+// The FAN checks; see fanout_checks.h.
+#include "properties/fanout_checks.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "engine/fanout_events.h"
+#include "engine/fanout_schema.h"
+#include "model/fanout_model.h"
+#include "properties/event_fields.h"
+
+namespace durasim::properties {
+namespace {
+
+using nlohmann::json;
+using namespace fields;
+
+std::string deliveryOf(const std::string& generation, const std::string& target) { return json::array({generation, target}).dump(); }
+
+// The target of a delivery row id, json([key, target]).
+std::string targetOfRow(const std::string& row) { return json::parse(row).at(1).get<std::string>(); }
+
+}  // namespace
+
+FanoutChecks::FanoutChecks(StoreReader reader, std::string className)
+    : ObjectChecker(std::move(className)), reader_(std::move(reader)) {}
+
+void FanoutChecks::Facts::apply(const CommitNotes& notes) {
+  for (int64_t seq : notes.seqs) maxSeq = std::max(maxSeq, seq);
+  deadLettered.insert(notes.intents.begin(), notes.intents.end());
+  removed.insert(notes.removals.begin(), notes.removals.end());
+}
+
+void FanoutChecks::CommitNotes::merge(CommitNotes&& other) {
+  seqs.insert(seqs.end(), other.seqs.begin(), other.seqs.end());
+  claims.insert(claims.end(), other.claims.begin(), other.claims.end());
+  intents.insert(intents.end(), other.intents.begin(), other.intents.end());
+  removals.insert(removals.end(), other.removals.begin(), other.removals.end());
+}
+
+std::string FanoutChecks::invariant_for(std::string_view ev) const {
+  if (ev == fanout_events::kEnqueueWrite) return "FAN-05";
+  if (ev == fanout_events::kClaimWrite || ev == fanout_events::kAppConsume) return "FAN-06";
+  if (ev == fanout_events::kAckWrite) return "FAN-25";
+  if (ev == fanout_events::kRemoveWrite || ev == fanout_events::kDeadIntentWrite) return "FAN-11";
+  if (ev == fanout_events::kAppStored) return "FAN-19";
+  return "FAN-02";
+}
+
+FanoutChecks::IncarnationState& FanoutChecks::incarnation(const json& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
+
+bool FanoutChecks::hasTables(const std::string& object) const {
+  return reader_.hasTable(object, DURASIM_FANOUT_MESSAGES) && reader_.hasTable(object, DURASIM_FANOUT_DELIVERIES);
+}
+
+void FanoutChecks::observe(std::string_view ev, const json& e) {
+  if (ev == "workload.config") return onConfig(e);
+  // What happened outside the object, reported by the consumer and by the cold writes.
+  if (ev == fanout_events::kAppConsume) {
+    const std::string mailbox = text(e, "mailbox");
+    if (of_class(mailbox, className_)) onReceived(mailbox, text(e, "delivery"), num(e, "attempt"), "the consumer");
+    return;
+  }
+  if (ev == fanout_events::kAppStored) {
+    if (of_class(text(e, "mailbox"), className_)) onStored(e);
+    return;
+  }
+  if (!mine(e) || !e.contains("incarnation")) return;
+  IncarnationState& inc = incarnation(e);
+  const std::string& object = label(e);
+  if (ev == "fault") {
+    // A failed statement rolls back its savepoint without a trace event: the writes noted so far
+    // may not have happened, so the commit checks them against the store (validated()).
+    if (text(e, "fault") == "storage.statement_error") inc.commits.statement_failed();
+    return;
+  }
+  if (ev == "commit") return onCommit(e);
+  if (ev == "commit.noop") {
+    const CommitNotes notes = inc.commits.notes() = validated(object, inc);
+    inc.commits.commit_unchanged([&](const auto& txn) { objects_[object].durable.apply(txn.notes); });
+    return committed(object, notes);
+  }
+  if (ev == "confirm") {
+    inc.commits.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { objects_[object].durable.apply(txn.notes); });
+    return;
+  }
+  if (ev == "durability") return onDurability(e);
+  if (ev == "commit.failed" || ev == "incarnation.end") return inc.commits.roll_back();
+  if (ev == fanout_events::kEnqueueWrite) return onEnqueueWrite(e, inc);
+  if (ev == fanout_events::kClaimWrite) return onClaimWrite(e, inc);
+  if (ev == fanout_events::kAckWrite) return onAckWrite(e, inc);
+  if (ev == fanout_events::kRemoveWrite) return onRemoveWrite(e, inc);
+  if (ev == fanout_events::kDeadIntentWrite && e.at("matched").get<bool>()) {
+    tallies_.check("FAN-12", dlq_.value_or(true), [&] { return object + " wrote a dead-letter intent without a DLQ"; });
+    inc.commits.notes().intents.push_back({text(e, "row"), text(e, "generation")});
+  }
+}
+
+void FanoutChecks::onConfig(const json& e) {
+  if (e.contains("maxAttempts")) maxAttempts_ = num(e, "maxAttempts");
+  if (e.contains("dlq")) dlq_ = e.at("dlq").get<bool>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits
+
+void FanoutChecks::onCommit(const json& e) {
+  const std::string object = label(e);
+  IncarnationState& inc = incarnation(e);
+  const CommitNotes notes = inc.commits.notes() = validated(object, inc);
+  inc.commits.commit(e.at("commit").get<uint64_t>());
+  committed(object, notes);
+  if (hasTables(object)) checkRows(object);
+}
+
+// The open transaction's notes as its commit keeps them (they replace the notes it carries on to
+// confirmation). After a failed statement some of its
+// writes were undone with their savepoint: a removal counts only if the row is gone, an intent only
+// if the row is in its dead_letter phase (or gone), a seq only up to the stored counter. Claims are
+// kept (a claim that did not happen can only make FAN-06 more lenient).
+FanoutChecks::CommitNotes FanoutChecks::validated(const std::string& object, IncarnationState& inc) {
+  CommitNotes notes = inc.commits.notes();
+  if (!inc.commits.uncertain() || !hasTables(object)) return notes;
+  auto phaseOf = [&](const RowKey& row) -> std::optional<std::string> {
+    std::optional<SqlRow> r =
+        reader_(object, "SELECT phase FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ?", {row.first, row.second}).next();
+    return r ? std::optional<std::string>(r->text("phase")) : std::nullopt;
+  };
+  std::erase_if(notes.removals, [&](const RowKey& row) { return phaseOf(row).has_value(); });
+  std::erase_if(notes.intents, [&](const RowKey& row) {
+    const std::optional<std::string> phase = phaseOf(row);
+    return phase && *phase != "dead_letter";
+  });
+  const int64_t counter = reader_(object, "SELECT next_seq FROM " DURASIM_FANOUT_SEQ).one().int64("next_seq");
+  std::erase_if(notes.seqs, [&](int64_t seq) { return seq >= counter; });
+  return notes;
+}
+
+void FanoutChecks::committed(const std::string& object, const CommitNotes& notes) {
+  ObjectState& obj = objects_[object];
+  obj.local.apply(notes);
+  for (const Claim& claim : notes.claims) obj.claimed[claim.delivery].insert(claim.attempt);
+}
+
+// The incarnation ended: its first `kept` unconfirmed commits are durable, and the next incarnation
+// opens the durable state. (Claims stay known: a claim that vanished reached no target, since the
+// engine hands a delivery out only once its claim is durable.)
+void FanoutChecks::onDurability(const json& e) {
+  ObjectState& obj = objects_[label(e)];
+  const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
+  incarnation(e).commits.decide(kept, [&](const auto& txn) { obj.durable.apply(txn.notes); }, [](const auto&) {});
+  obj.local = obj.durable;
+}
+
+// FAN-02 / FAN-04 over the rows as this commit left them; FAN-10: a reason only in dead_letter phase.
+void FanoutChecks::checkRows(const std::string& object) {
+  std::map<std::string, model::FanoutManifest> manifests;
+  for (const SqlRow& r : reader_(object, "SELECT key, id, targets, remaining, seq, generation_id FROM " DURASIM_FANOUT_MESSAGES).toVector()) {
+    model::FanoutManifest m;
+    m.key = r.text("key");
+    m.id = r.text("id");
+    m.targets = json::parse(r.text("targets")).get<std::vector<std::string>>();
+    m.remaining = r.int64("remaining");
+    m.seq = r.int64("seq");
+    m.generation = r.text("generation_id");
+    manifests[m.key] = std::move(m);
+  }
+  std::map<std::string, model::FanoutDelivery> deliveries;
+  for (const SqlRow& r :
+       reader_(object, "SELECT id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at FROM " DURASIM_FANOUT_DELIVERIES)
+           .toVector()) {
+    model::FanoutDelivery d;
+    d.key = r.text("message_key");
+    d.target = r.text("target_id");
+    d.generation = r.text("generation_id");
+    const bool dead = r.text("phase") == "dead_letter";
+    tallies_.check("FAN-10", dead == !r.isNull("dead_letter_reason") && dead == !r.isNull("dead_lettered_at"), [&] {
+      return object + " row " + r.text("id") + " in phase " + r.text("phase") + " has dead-letter fields that disagree";
+    });
+    deliveries[r.text("id")] = std::move(d);
+  }
+  const std::optional<std::string> fault = model::FanoutModel::accounting(manifests, deliveries);
+  const bool foreignTarget = fault && fault->find("not among its targets") != std::string::npos;
+  tallies_.check(foreignTarget ? "FAN-04" : "FAN-02", !fault, [&] { return object + ": " + *fault; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes (staged in the transaction's notes; they count once it commits)
+
+// FAN-05: every new manifest's seq lies above every seq committed before it, and above the ones
+// this transaction assigned already.
+void FanoutChecks::onEnqueueWrite(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  ObjectState& obj = objects_[object];
+  CommitNotes& notes = inc.commits.notes();
+  for (const json& m : e.at("messages")) {
+    if (m.at("hit").get<bool>()) continue;
+    const int64_t seq = num(m, "seq");
+    int64_t above = obj.local.maxSeq;
+    for (int64_t staged : notes.seqs) above = std::max(above, staged);
+    tallies_.check("FAN-05", seq > above, [&] {
+      return object + " gave manifest " + text(m, "key") + " seq " + str(seq) + ", not above " + str(above) + " already used";
+    });
+    notes.seqs.push_back(seq);
+  }
+}
+
+void FanoutChecks::onClaimWrite(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  ObjectState& obj = objects_[object];
+  const std::string target = text(e, "target");
+  for (const json& c : e.at("claimed")) {
+    const RowKey row{text(c, "row"), text(c, "generation")};
+    const int64_t attempt = num(c, "attempt");
+    tallies_.check("FAN-10", !obj.local.deadLettered.count(row), [&] { return object + " claimed dead-lettered row " + row.first; });
+    tallies_.check("FAN-08", !obj.local.removed.count(row), [&] { return object + " claimed removed row " + row.first; });
+    if (maxAttempts_)
+      tallies_.check("FAN-22", attempt <= *maxAttempts_, [&] {
+        return object + " claimed row " + row.first + " for attempt " + str(attempt) + " of " + str(*maxAttempts_);
+      });
+    inc.commits.notes().claims.push_back(Claim{row, deliveryOf(row.second, target), attempt});
+  }
+}
+
+// FAN-25: an acknowledgement never removes a row whose dead-letter intent committed.
+void FanoutChecks::onAckWrite(const json& e, IncarnationState& inc) {
+  if (!e.at("matched").get<bool>()) return;
+  const RowKey row{text(e, "row"), text(e, "generation")};
+  tallies_.check("FAN-25", !objects_[label(e)].local.deadLettered.count(row), [&] {
+    return label(e) + " " + text(e, "how") + " removed dead-lettered row " + row.first;
+  });
+  inc.commits.notes().removals.push_back(row);
+}
+
+// FAN-11: with a DLQ, a dead-lettered row is removed only once the DLQ holds its entry; FAN-12:
+// without one, terminal rows are dropped.
+void FanoutChecks::onRemoveWrite(const json& e, IncarnationState& inc) {
+  if (!e.at("matched").get<bool>()) return;
+  const std::string& object = label(e);
+  const RowKey row{text(e, "row"), text(e, "generation")};
+  const bool viaDlq = text(e, "why") == "dlq";
+  if (dlq_)
+    tallies_.check("FAN-12", viaDlq == *dlq_, [&] {
+      return object + (viaDlq ? " removed row " + row.first + " after a DLQ write without a DLQ" : " dropped row " + row.first + " although it has a DLQ");
+    });
+  if (viaDlq) {
+    const std::string delivery = deliveryOf(row.second, targetOfRow(row.first));
+    tallies_.check("FAN-11", objects_[object].inDlq.count(delivery) > 0, [&] {
+      return object + " removed dead-lettered row " + row.first + " before the DLQ held " + delivery;
+    });
+  }
+  inc.commits.notes().removals.push_back(row);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Effects outside the object
+
+// FAN-06 / FAN-19: a target receives attempt k of a delivery only after a committed claim of that
+// attempt under that identity; FAN-07: at most maxAttempts attempts of one delivery reach it.
+void FanoutChecks::onReceived(const std::string& mailbox, const std::string& delivery, int64_t attempt, const char* what) {
+  ObjectState& obj = objects_[mailbox];
+  const auto claimed = obj.claimed.find(delivery);
+  tallies_.check("FAN-06", claimed != obj.claimed.end() && claimed->second.count(attempt) > 0, [&] {
+    return std::string(what) + " received attempt " + str(attempt) + " of " + mailbox + " delivery " + delivery +
+           " without a committed claim of it";
+  });
+  std::set<int64_t>& attempts = obj.delivered[delivery];
+  attempts.insert(attempt);
+  if (maxAttempts_)
+    tallies_.check("FAN-07", static_cast<int64_t>(attempts.size()) <= *maxAttempts_ && attempt <= *maxAttempts_, [&] {
+      return mailbox + " delivery " + delivery + " reached its target in " + str(static_cast<int64_t>(attempts.size())) +
+             " attempts (attempt " + str(attempt) + "), more than maxAttempts " + str(*maxAttempts_);
+    });
+}
+
+void FanoutChecks::onStored(const json& e) {
+  const std::string mailbox = text(e, "mailbox");
+  const std::string delivery = text(e, "delivery");
+  const int64_t attempts = num(e, "attempts");
+  json identity;
+  try {
+    identity = json::parse(delivery);
+  } catch (const json::exception&) {
+  }
+  tallies_.check("FAN-19", identity.is_array() && identity.size() == 2 && identity[0].is_string() && identity[1].is_string(), [&] {
+    return mailbox + " stored " + delivery + ", which is not json([generation, target])";
+  });
+  if (!e.contains("reason")) return onReceived(mailbox, delivery, attempts, "the storage target");  // an archive write
+  // A DLQ write: the entry is there now (created, or refused because it already was).
+  tallies_.check("FAN-12", dlq_.value_or(true), [&] { return mailbox + " wrote to a DLQ it does not have"; });
+  objects_[mailbox].inDlq.insert(delivery);
+  if (text(e, "reason") == "exhausted" && maxAttempts_)
+    tallies_.check("FAN-22", attempts == *maxAttempts_, [&] {
+      return mailbox + " dead-lettered " + delivery + " as exhausted after " + str(attempts) + " attempts, not maxAttempts " + str(*maxAttempts_);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end of the run
+
+void FanoutChecks::finish() {
+  for (const auto& [object, obj] : objects_) {
+    if (!hasTables(object)) continue;
+    const int64_t left = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
+    tallies_.check("FAN-26", left == 0, [&] { return object + " still holds " + str(left) + " deliveries after heal"; });
+  }
+}
+
+}  // namespace durasim::properties

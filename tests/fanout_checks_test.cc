@@ -1,0 +1,198 @@
+// The FAN checks (properties/fanout_checks.h) on the real fanout workload's event stream: a run
+// without faults passes every check; a run whose stream is mutated on its way to the checker (one
+// event changed, the store left as the engine wrote it) is caught by the check of the invariant the
+// mutation breaks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+
+#include "properties/fanout_checks.h"
+#include "sim/sqlite_store.h"
+#include "tests/mutated_stream.h"
+
+namespace durasim {
+namespace {
+
+using mutated::Checked;
+using mutated::Mutation;
+using nlohmann::json;
+
+constexpr uint64_t kSeed = 3;
+
+Checked run(Mutation mutation = {}) { return mutated::runMutated("fanout", {{"FAN", "Mailbox"}}, kSeed, std::move(mutation)); }
+
+TEST(FanoutChecks, TheUnmutatedStreamPassesEveryCheck) {
+  const Checked checked = run();
+  EXPECT_EQ(checked.tallies.violations(), 0u) << checked.examples();
+  for (const char* id : {"FAN-02", "FAN-05", "FAN-06", "FAN-07", "FAN-08", "FAN-10", "FAN-19", "FAN-22", "FAN-25", "FAN-26"})
+    EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id;
+}
+
+struct Case {
+  const char* name;
+  Mutation mutation;
+  const char* caught_by;
+};
+
+class FanoutCheckMutations : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FanoutCheckMutations, AreCaughtByTheirInvariant) {
+  const Case& c = GetParam();
+  const Checked checked = run(c.mutation);
+  ASSERT_TRUE(checked.applied) << "the stream has no event to mutate";
+  EXPECT_GT(checked.violations(c.caught_by), 0u) << checked.examples();
+}
+
+// The second committed enqueue claims the first one's seq again.
+void reuseSeq(json& e) {
+  for (json& m : e["messages"])
+    if (!m["hit"].get<bool>()) m["seq"] = 0;
+}
+// A consumer that received an attempt nobody claimed.
+void unclaimedAttempt(json& e) { e["attempt"] = e["attempt"].get<int64_t>() + 1; }
+// A delivery identity that is not json([generation, target]).
+void foreignIdentity(json& e) { e["delivery"] = "not an identity"; }
+
+const Case kCases[] = {
+    {"SeqReused", {"fan.enqueue.write", 1, reuseSeq}, "FAN-05"},
+    {"ConsumerReceivesAnUnclaimedAttempt", {"app.fan.consume", 0, unclaimedAttempt}, "FAN-06"},
+    {"StorageWriteOfAnUnknownIdentity", {"app.fan.stored", 0, foreignIdentity}, "FAN-19"},
+    // The same delivery handed to the consumer under more attempt numbers than maxAttempts allows.
+    {"MoreAttemptsThanTheBound", {"app.fan.consume", 0, [](json& e) { e["attempt"] = 99; }}, "FAN-07"},
+    // A malformed probe is a violation, not a crash.
+    {"MalformedClaim", {"fan.claim.write", 0, [](json& e) { e.erase("target"); }}, "FAN-06"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Stream, FanoutCheckMutations, ::testing::ValuesIn(kCases), [](const auto& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made streams of object "Mailbox/a" over a bare store (no fanout tables: state checks idle).
+
+class StreamRig {
+ public:
+  StreamRig()
+      : checks_(properties::StoreReader{[this](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) {
+                  return store_.exec(sql, params);
+                }},
+                "Mailbox") {}
+
+  void config(json fields) {
+    fields["ev"] = "workload.config";
+    fields["t"] = 0;
+    checks_.record(fields);
+  }
+  // An event of the object's incarnation `incarnation`.
+  void of(const char* ev, json fields, int64_t incarnation = 1) {
+    fields["ev"] = ev;
+    fields["t"] = ++t_;
+    fields["object"] = "Mailbox/a";
+    fields["incarnation"] = incarnation;
+    checks_.record(fields);
+  }
+  void commit(int64_t incarnation = 1) { of("commit", {{"commit", ++commit_}}, incarnation); }
+  void claim(int64_t attempt, int64_t incarnation = 1) {
+    of("fan.claim.write",
+       {{"target", "consumer"}, {"claimAt", 0}, {"deadline", 1}, {"claimed", json::array({row(attempt)})}, {"refused", json::array()}},
+       incarnation);
+  }
+  void intent() { of("fan.dead.intent.write", {{"row", kRow}, {"generation", "g"}, {"attempt", 1}, {"reason", "explicit"}, {"at", 0}, {"error", nullptr}, {"matched", true}}); }
+  void enqueue(int64_t seq, int64_t incarnation = 1) {
+    of("fan.enqueue.write", {{"messages", json::array({{{"key", "k"}, {"hit", false}, {"seq", seq}}})}, {"at", 0}, {"firstAttemptAt", 0}},
+       incarnation);
+  }
+  uint64_t violations(const std::string& id) const {
+    const auto& tallies = checks_.tallies().by_id();
+    return tallies.count(id) ? tallies.at(id).violated : 0;
+  }
+  uint64_t checked(const std::string& id) const {
+    const auto& tallies = checks_.tallies().by_id();
+    return tallies.count(id) ? tallies.at(id).checked : 0;
+  }
+
+  static constexpr const char* kRow = "[\"k\",\"consumer\"]";
+
+ private:
+  static json row(int64_t attempt) { return {{"row", kRow}, {"generation", "g"}, {"attempt", attempt}}; }
+
+  sim::SqliteStore store_{sim::SqlEnvironment{[] { return uint64_t{7}; }, [] { return int64_t{0}; }}};
+  properties::FanoutChecks checks_;
+  int64_t t_ = 0;
+  uint64_t commit_ = 0;
+};
+
+TEST(FanoutChecksStream, ARemovedRowClaimedAgainViolatesFan08) {
+  StreamRig rig;
+  rig.claim(1);
+  rig.commit();
+  rig.of("fan.ack.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"how", "ack"}, {"matched", true}});
+  rig.commit();
+  EXPECT_EQ(rig.violations("FAN-08"), 0u);
+  rig.claim(2);
+  EXPECT_EQ(rig.violations("FAN-08"), 1u);
+}
+
+TEST(FanoutChecksStream, ARemovalInATransactionThatFailedIsNotHeldAgainstALaterClaim) {
+  StreamRig rig;
+  rig.claim(1);
+  rig.commit();
+  rig.of("fan.ack.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"how", "ack"}, {"matched", true}});
+  rig.of("commit.failed", {{"outcome", "definite"}});
+  rig.claim(2);
+  EXPECT_EQ(rig.checked("FAN-08"), 2u);
+  EXPECT_EQ(rig.violations("FAN-08"), 0u);
+}
+
+TEST(FanoutChecksStream, AClaimOrAnAckOfADeadLetteredRowViolatesFan10AndFan25) {
+  StreamRig rig;
+  rig.claim(1);
+  rig.commit();
+  rig.intent();
+  rig.commit();
+  rig.claim(2);
+  EXPECT_EQ(rig.violations("FAN-10"), 1u);
+  rig.of("fan.ack.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"how", "ackOnReturn"}, {"matched", true}});
+  EXPECT_EQ(rig.violations("FAN-25"), 1u);
+}
+
+TEST(FanoutChecksStream, ADlqRemovalBeforeTheDlqHeldTheEntryViolatesFan11) {
+  StreamRig rig;
+  rig.config({{"dlq", true}, {"maxAttempts", 3}});
+  rig.intent();
+  rig.commit();
+  rig.of("fan.remove.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"why", "dlq"}, {"reason", "explicit"}, {"matched", true}});
+  EXPECT_EQ(rig.violations("FAN-11"), 1u);
+}
+
+TEST(FanoutChecksStream, DeadLetterWritesWithoutADlqViolateFan12) {
+  StreamRig rig;
+  rig.config({{"dlq", false}, {"maxAttempts", 3}});
+  rig.intent();
+  EXPECT_EQ(rig.violations("FAN-12"), 1u);
+  rig.of("fan.remove.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"why", "drop"}, {"reason", "exhausted"}, {"matched", true}});
+  EXPECT_EQ(rig.violations("FAN-12"), 1u) << "a drop is what a fanout without a DLQ does";
+}
+
+TEST(FanoutChecksStream, AnExhaustedDeadLetterBelowMaxAttemptsViolatesFan22) {
+  StreamRig rig;
+  rig.config({{"dlq", true}, {"maxAttempts", 3}});
+  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"attempts", 2}, {"reason", "exhausted"}, {"created", true}});
+  EXPECT_EQ(rig.violations("FAN-22"), 1u);
+  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"attempts", 3}, {"reason", "exhausted"}, {"created", false}});
+  EXPECT_EQ(rig.violations("FAN-22"), 1u);
+}
+
+TEST(FanoutChecksStream, ASeqThatVanishedWithAResetMayBeReusedButNotACommittedOne) {
+  StreamRig rig;
+  rig.enqueue(0);
+  rig.commit();
+  rig.of("durability", {{"kept", 0}, {"unconfirmed", 1}});
+  rig.enqueue(0, 2);
+  EXPECT_EQ(rig.violations("FAN-05"), 0u) << "the first seq 0 never became durable";
+  rig.commit(2);
+  rig.enqueue(0, 2);
+  EXPECT_EQ(rig.violations("FAN-05"), 1u);
+}
+
+}  // namespace
+}  // namespace durasim
