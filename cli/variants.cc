@@ -53,8 +53,7 @@ std::vector<VariantInfo> make_registry() {
       // Reached in the fanout seeds whose mailboxes attach named alarms beside the fanout.
       engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
                   {"SCH-01", "SCH-02", "SCH-14"}, "fanout"),
-      unreachable(engine_flag(v::kFanoutPerRowClaim, "H-F1", "a pass claims its whole due batch in one transaction", {"FAN-23", "FAN-26"}, ""),
-                  "needs a workload driving the fanout work queue, which does not exist yet"),
+      engine_flag(v::kFanoutPerRowClaim, "H-F1", "a pass claims its whole due batch in one transaction", {"FAN-23", "FAN-26"}, "fanout"),
       engine_flag(v::kLeaseTwoWriteAllocation, "H4", "a fresh lease and its allocation commit as one transaction", {"LSE-01", "LSE-02"}, "log"),
       engine_flag(v::kLeaseAdvanceFromZero, "H5", "a consumer with no cursor commits through leases above a trimmed start",
                   {"LSE-12", "LSE-15"}, "log"),

@@ -2,6 +2,7 @@
 #include "properties/fanout_checks.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "engine/fanout_events.h"
@@ -65,6 +66,10 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
     if (of_class(text(e, "mailbox"), className_)) onStored(e);
     return;
   }
+  if (ev == fanout_events::kAppSettle) {
+    if (of_class(text(e, "mailbox"), className_)) onSettled(e);
+    return;
+  }
   if (!mine(e) || !e.contains("incarnation")) return;
   IncarnationState& inc = incarnation(e);
   const std::string& object = label(e);
@@ -86,8 +91,29 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
   }
   if (ev == "durability") return onDurability(e);
   if (ev == "commit.failed" || ev == "incarnation.end") return inc.commits.roll_back();
-  if (ev == fanout_events::kEnqueueWrite) return onEnqueueWrite(e, inc);
-  if (ev == fanout_events::kClaimWrite) return onClaimWrite(e, inc);
+  if (ev == fanout_events::kEnqueueWrite) {
+    checkFirstDue(e);
+    return onEnqueueWrite(e, inc);
+  }
+  if (ev == fanout_events::kClaimWrite) {
+    const std::string target = text(e, "target");
+    if (inc.passClaims.count(target))
+      tallies_.check("FAN-23", ++inc.passClaims[target] <= 1, [&] {
+        return object + " claimed the batch of one pass of " + target + " in " + str(inc.passClaims[target]) + " transactions";
+      });
+    return onClaimWrite(e, inc);
+  }
+  if (ev == fanout_events::kPassBegin) {
+    const std::string target = text(e, "target");
+    tallies_.check("FAN-15", inc.passClaims.count(target) == 0, [&] { return object + " began a second pass of " + target; });
+    inc.passClaims[target] = 0;
+    return;
+  }
+  if (ev == fanout_events::kPassEnd) {
+    inc.passClaims.erase(text(e, "target"));
+    return;
+  }
+  if (ev == fanout_events::kDue) return onDue(e);
   if (ev == fanout_events::kAckWrite) return onAckWrite(e, inc);
   if (ev == fanout_events::kRemoveWrite) return onRemoveWrite(e, inc);
   if (ev == fanout_events::kDeadIntentWrite && e.at("matched").get<bool>()) {
@@ -99,6 +125,8 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
 void FanoutChecks::onConfig(const json& e) {
   if (e.contains("maxAttempts")) maxAttempts_ = num(e, "maxAttempts");
   if (e.contains("dlq")) dlq_ = e.at("dlq").get<bool>();
+  if (e.contains("maxBatchSize")) maxBatchSize_ = num(e, "maxBatchSize");
+  if (e.contains("batchDelayMs")) batchDelayMs_ = num(e, "batchDelayMs");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,6 +280,48 @@ void FanoutChecks::onRemoveWrite(const json& e, IncarnationState& inc) {
   inc.commits.notes().removals.push_back(row);
 }
 
+// FAN-17: a new delivery row is first due at ceil(created_at / b) * b, as the model computes it.
+void FanoutChecks::checkFirstDue(const json& e) {
+  if (!batchDelayMs_ || !hasTables(label(e))) return;
+  const int64_t at = num(e, "at");
+  const int64_t expected = model::firstAttemptAt(at, *batchDelayMs_);
+  for (const json& m : e.at("messages")) {
+    if (m.at("hit").get<bool>()) continue;
+    for (const SqlRow& r : reader_(label(e), "SELECT id, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES " WHERE message_key = ? AND generation_id = ?",
+                                   {text(m, "key"), text(m, "generation")})
+                               .toVector())
+      tallies_.check("FAN-17", r.int64("next_attempt_at") == expected, [&] {
+        return label(e) + " row " + r.text("id") + " created at " + str(at) + " is first due at " + str(r.int64("next_attempt_at")) +
+               ", not " + str(expected) + " (batchDelayMs " + str(*batchDelayMs_) + ")";
+      });
+  }
+}
+
+// FAN-14: the rows a pass read are the due rows of its target in the spec's order (first deliveries
+// by seq, then retries by seq), at most maxBatchSize, computed from the store as the pass saw it.
+void FanoutChecks::onDue(const json& e) {
+  const std::string& object = label(e);
+  if (!maxBatchSize_ || !hasTables(object)) return;
+  struct Due {
+    bool retry;
+    int64_t seq;
+    std::string row;
+  };
+  std::vector<Due> due;
+  for (const SqlRow& r : reader_(object, "SELECT id, attempt, seq FROM " DURASIM_FANOUT_DELIVERIES " WHERE target_id = ? AND next_attempt_at <= ?",
+                                 {text(e, "target"), num(e, "now")})
+                             .toVector())
+    due.push_back(Due{r.int64("attempt") != 0, r.int64("seq"), r.text("id")});
+  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.retry, a.seq) < std::tie(b.retry, b.seq); });
+  if (static_cast<int64_t>(due.size()) > *maxBatchSize_) due.resize(static_cast<std::size_t>(*maxBatchSize_));
+  std::vector<std::string> expected, listed;
+  for (const Due& d : due) expected.push_back(d.row);
+  for (const json& r : e.at("rows")) listed.push_back(text(r, "row"));
+  tallies_.check("FAN-14", listed == expected, [&] {
+    return object + " pass of " + text(e, "target") + " read " + json(listed).dump() + ", not the due rows " + json(expected).dump();
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Effects outside the object
 
@@ -293,6 +363,25 @@ void FanoutChecks::onStored(const json& e) {
     tallies_.check("FAN-22", attempts == *maxAttempts_, [&] {
       return mailbox + " dead-lettered " + delivery + " as exhausted after " + str(attempts) + " attempts, not maxAttempts " + str(*maxAttempts_);
     });
+}
+
+// FAN-09: a repeated settlement call fails with FanoutSettlementError, an invalid delay with
+// RangeError, and at most one settlement of one delivery attempt takes effect.
+void FanoutChecks::onSettled(const json& e) {
+  const std::string mailbox = text(e, "mailbox");
+  const std::string result = text(e, "result");
+  const bool invalidDelay = e.contains("delayMs") && num(e, "delayMs") < 0;  // refused before anything else
+  if (invalidDelay)
+    tallies_.check("FAN-09", result == "RangeError", [&] { return mailbox + " retry(" + str(num(e, "delayMs")) + ") got " + result; });
+  else if (e.at("second").get<bool>())
+    tallies_.check("FAN-09", result == "FanoutSettlementError", [&] {
+      return mailbox + " repeated " + text(e, "action") + " on " + text(e, "delivery") + " and got " + result;
+    });
+  if (result != "ok") return;
+  int64_t& count = objects_[mailbox].settled[{text(e, "delivery"), num(e, "attempt")}];
+  tallies_.check("FAN-09", ++count == 1, [&] {
+    return mailbox + " settled attempt " + str(num(e, "attempt")) + " of " + text(e, "delivery") + " " + str(count) + " times";
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

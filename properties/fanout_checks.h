@@ -15,6 +15,10 @@
 //       intent, no DLQ write), FAN-19 (delivery identity json([generation, target]) and cold keys),
 //       FAN-22 (an exhausted dead letter carries attempts == maxAttempts), FAN-25 (no acknowledgement
 //       removes a dead_letter row)
+//       FAN-09 (a second settlement call fails; one settlement per delivery attempt takes effect),
+//       FAN-14 (a pass reads the due rows the spec's order gives, computed from the store), FAN-15
+//       (one pass per target at a time), FAN-17 (first due times on the batch window), FAN-23 (at
+//       most one claim transaction per pass)
 //   [L] at the end of the run: FAN-26 (no delivery row left)
 // The options it needs (maxAttempts, whether there is a DLQ) come from the application's
 // "workload.config" event, never from the engine.
@@ -59,6 +63,7 @@ class FanoutChecks final : public ObjectChecker {
   };
   struct IncarnationState {
     DurableState<NoState, NoEdit, CommitNotes> commits;
+    std::map<std::string, int64_t> passClaims;  // target -> claim writes of its running pass
   };
   // Stored facts, at two depths: `local` (every local commit of the live incarnation) and `durable`
   // (what the next incarnation opens after a reset).
@@ -72,6 +77,7 @@ class FanoutChecks final : public ObjectChecker {
     std::map<std::string, std::set<int64_t>> claimed;    // delivery -> attempts claimed (committed)
     std::map<std::string, std::set<int64_t>> delivered;  // delivery -> attempts a target received
     std::set<std::string> inDlq;                         // deliveries the DLQ holds
+    std::map<std::pair<std::string, int64_t>, int64_t> settled;  // (delivery, attempt) -> settlements that took effect
   };
 
   void observe(std::string_view ev, const nlohmann::json& e) override;
@@ -86,6 +92,9 @@ class FanoutChecks final : public ObjectChecker {
   void onRemoveWrite(const nlohmann::json& e, IncarnationState& inc);
   void onReceived(const std::string& mailbox, const std::string& delivery, int64_t attempt, const char* what);
   void onStored(const nlohmann::json& e);
+  void onSettled(const nlohmann::json& e);
+  void onDue(const nlohmann::json& e);
+  void checkFirstDue(const nlohmann::json& e);
   CommitNotes validated(const std::string& object, IncarnationState& inc);
   void committed(const std::string& object, const CommitNotes& notes);
   void checkRows(const std::string& object);
@@ -95,6 +104,7 @@ class FanoutChecks final : public ObjectChecker {
   StoreReader reader_;
   std::optional<int64_t> maxAttempts_;
   std::optional<bool> dlq_;
+  std::optional<int64_t> maxBatchSize_, batchDelayMs_;
   std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
 };

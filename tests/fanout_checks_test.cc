@@ -25,7 +25,8 @@ Checked run(Mutation mutation = {}) { return mutated::runMutated("fanout", {{"FA
 TEST(FanoutChecks, TheUnmutatedStreamPassesEveryCheck) {
   const Checked checked = run();
   EXPECT_EQ(checked.tallies.violations(), 0u) << checked.examples();
-  for (const char* id : {"FAN-02", "FAN-05", "FAN-06", "FAN-07", "FAN-08", "FAN-10", "FAN-19", "FAN-22", "FAN-25", "FAN-26"})
+  for (const char* id : {"FAN-02", "FAN-05", "FAN-06", "FAN-07", "FAN-08", "FAN-09", "FAN-10", "FAN-14", "FAN-15", "FAN-17", "FAN-19",
+                         "FAN-22", "FAN-23", "FAN-25", "FAN-26"})
     EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id;
 }
 
@@ -60,6 +61,16 @@ const Case kCases[] = {
     {"StorageWriteOfAnUnknownIdentity", {"app.fan.stored", 0, foreignIdentity}, "FAN-19"},
     // The same delivery handed to the consumer under more attempt numbers than maxAttempts allows.
     {"MoreAttemptsThanTheBound", {"app.fan.consume", 0, [](json& e) { e["attempt"] = 99; }}, "FAN-07"},
+    // A pass of a target begun while it runs already.
+    {"SecondPassOfATarget", {"fan.pass.begin", 0, [](json&) {}, 2}, "FAN-15"},
+    // A pass whose batch is claimed in two transactions.
+    {"BatchClaimedTwice", {"fan.claim.write", 0, [](json&) {}, 2}, "FAN-23"},
+    // A pass that read a row the spec's due query does not give.
+    {"PassReadsARowThatIsNotDue", {"fan.due", 0, [](json& e) { e["rows"].push_back({{"row", "[\"x\",\"consumer\"]"}}); }}, "FAN-14"},
+    // First due times reported for another creation time than the rows carry.
+    {"FirstDueOffTheBatchWindow", {"fan.enqueue.write", 0, [](json& e) { e["at"] = e["at"].get<int64_t>() - 1'000'000; }}, "FAN-17"},
+    // One delivery attempt settled twice.
+    {"SettledTwice", {"app.fan.settle", 0, [](json& e) { e["result"] = "ok"; e["second"] = false; }, 2}, "FAN-09"},
     // A malformed probe is a violation, not a crash.
     {"MalformedClaim", {"fan.claim.write", 0, [](json& e) { e.erase("target"); }}, "FAN-06"},
 };
