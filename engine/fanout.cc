@@ -153,6 +153,13 @@ struct DurabilityFanout::Pass {
   int64_t endedAt = 0;
 };
 
+// What the deadline of a batch and its invocation tell each other: whether the deadline passed
+// (then nothing is acknowledged on return), and whether deliver threw.
+struct DurabilityFanout::Invocation {
+  bool expired = false;
+  bool threw = false;
+};
+
 // A target's resolved policy and how it is delivered.
 struct DurabilityFanout::Resolved {
   RetryPolicy retry;
@@ -630,15 +637,16 @@ Task<void> DurabilityFanout::deliverBatch(std::string target, std::vector<Row> c
     emit(std::move(event));
   }
 
-  auto expired = std::make_shared<bool>(false);
-  std::shared_ptr<Background> invocation = startBackground(ctx_, invoke(target, messages, policy, expired));
+  auto call = std::make_shared<Invocation>();
+  std::shared_ptr<Background> invocation = startBackground(ctx_, invoke(target, messages, policy, call));
   const bool inTime = co_await invocation->done->wait(policy.retry.attemptTimeoutMs);
   std::exception_ptr failure = invocation->error;
   if (!inTime) {
-    *expired = true;
+    call->expired = true;
     failure = std::make_exception_ptr(FanoutTimeoutError(policy.retry.attemptTimeoutMs));
   }
-  ctx_.probe(fanout_events::kDelivered, {{"target", target}, {"failed", failure != nullptr}, {"timedOut", !inTime}});
+  ctx_.probe(fanout_events::kDelivered,
+             {{"target", target}, {"failed", failure != nullptr}, {"threw", call->threw}, {"timedOut", !inTime}});
   for (const FanoutMessage& message : messages) message.state_->closed = true;
   finish.run();
   for (std::size_t i = 0; i < claims.size(); ++i) {
@@ -648,7 +656,7 @@ Task<void> DurabilityFanout::deliverBatch(std::string target, std::vector<Row> c
 }
 
 Task<void> DurabilityFanout::invoke(std::string target, std::vector<FanoutMessage> messages, Resolved policy,
-                                    std::shared_ptr<bool> expired) {
+                                    std::shared_ptr<Invocation> call) {
   std::exception_ptr invocationError;
   try {
     if (policy.target->deliver) {
@@ -665,7 +673,8 @@ Task<void> DurabilityFanout::invoke(std::string target, std::vector<FanoutMessag
     invocationError = std::current_exception();
   }
   for (const FanoutMessage& message : messages) message.state_->closed = true;
-  if (!invocationError && policy.target->ackOnReturn && !*expired) {
+  call->threw = invocationError != nullptr;
+  if (!invocationError && policy.target->ackOnReturn && !call->expired) {
     Task<void> acking = ackUnsettled(messages);
     co_await acking;
   }

@@ -137,6 +137,7 @@ class DurabilityFanout final : public Participant {
   struct Row;
   struct Pass;
   struct Resolved;
+  struct Invocation;
 
   Task<void> runTarget(std::string target);
   Task<void> passOf(std::string target, std::shared_ptr<Pass> pass);
@@ -144,7 +145,7 @@ class DurabilityFanout final : public Participant {
   std::vector<Row> claim(const std::string& target, const std::vector<Row>& candidates, const Resolved& policy);
   Task<void> claimPerRow(std::string target, std::vector<Row> candidates, Resolved policy, std::vector<Row>* claimed);
   Task<void> deliverBatch(std::string target, std::vector<Row> claims, Resolved policy);
-  Task<void> invoke(std::string target, std::vector<FanoutMessage> messages, Resolved policy, std::shared_ptr<bool> expired);
+  Task<void> invoke(std::string target, std::vector<FanoutMessage> messages, Resolved policy, std::shared_ptr<Invocation> call);
   Task<void> writeStored(std::string target, FanoutMessage message);
   Task<void> ackUnsettled(std::vector<FanoutMessage> messages);
   Task<void> afterBatch(const Row& claim, const FanoutMessage& message, std::exception_ptr failure);

@@ -33,7 +33,8 @@ inline constexpr std::string_view kPostponeWrite = "fan.postpone.write";
 inline constexpr std::string_view kClaimWrite = "fan.claim.write";
 // target, deliveries [{row, delivery, attempt}]
 inline constexpr std::string_view kDeliver = "fan.deliver";
-// target, failed, timedOut
+// target, failed (the batch failed: deliver threw, a settlement action failed, or the deadline
+// passed), threw (deliver itself threw), timedOut
 inline constexpr std::string_view kDelivered = "fan.delivered";
 // row, generation, attempt, how ("ack" | "ackOnReturn"), matched
 inline constexpr std::string_view kAckWrite = "fan.ack.write";

@@ -114,6 +114,12 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
     return;
   }
   if (ev == fanout_events::kDue) return onDue(e);
+  if (ev == fanout_events::kDeliver) {
+    Batch& batch = inc.batches[text(e, "target")] = Batch{};
+    for (const json& d : e.at("deliveries")) batch.rows.insert({text(d, "row"), num(d, "attempt")});
+    return;
+  }
+  if (ev == fanout_events::kDelivered) return onDelivered(e, inc);
   if (ev == fanout_events::kAckWrite) return onAckWrite(e, inc);
   if (ev == fanout_events::kRemoveWrite) return onRemoveWrite(e, inc);
   if (ev == fanout_events::kDeadIntentWrite && e.at("matched").get<bool>()) {
@@ -127,6 +133,7 @@ void FanoutChecks::onConfig(const json& e) {
   if (e.contains("dlq")) dlq_ = e.at("dlq").get<bool>();
   if (e.contains("maxBatchSize")) maxBatchSize_ = num(e, "maxBatchSize");
   if (e.contains("batchDelayMs")) batchDelayMs_ = num(e, "batchDelayMs");
+  if (e.contains("ackOnReturn")) ackOnReturn_ = e.at("ackOnReturn").get<bool>();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,10 +257,20 @@ void FanoutChecks::onClaimWrite(const json& e, IncarnationState& inc) {
   }
 }
 
-// FAN-25: an acknowledgement never removes a row whose dead-letter intent committed.
+// FAN-25: an acknowledgement never removes a row whose dead-letter intent committed. FAN-20: an
+// ackOnReturn removal belongs to an open batch of a target configured with it.
 void FanoutChecks::onAckWrite(const json& e, IncarnationState& inc) {
   if (!e.at("matched").get<bool>()) return;
   const RowKey row{text(e, "row"), text(e, "generation")};
+  if (text(e, "how") == "ackOnReturn") {
+    const std::string target = targetOfRow(row.first);
+    const auto batch = inc.batches.find(target);
+    const bool open = batch != inc.batches.end() && batch->second.rows.count({row.first, num(e, "attempt")}) > 0;
+    tallies_.check("FAN-20", ackOnReturn_.value_or(true) && open, [&] {
+      return label(e) + " acknowledged row " + row.first + " on return outside an open batch of a target with ackOnReturn";
+    });
+    if (open) batch->second.autoAcked = true;
+  }
   tallies_.check("FAN-25", !objects_[label(e)].local.deadLettered.count(row), [&] {
     return label(e) + " " + text(e, "how") + " removed dead-lettered row " + row.first;
   });
@@ -295,6 +312,18 @@ void FanoutChecks::checkFirstDue(const json& e) {
                ", not " + str(expected) + " (batchDelayMs " + str(*batchDelayMs_) + ")";
       });
   }
+}
+
+// FAN-20: a batch whose deliver threw acknowledged nothing on return; one whose deadline passed
+// acknowledges nothing afterwards (the batch is closed: onAckWrite finds no open batch).
+void FanoutChecks::onDelivered(const json& e, IncarnationState& inc) {
+  const std::string target = text(e, "target");
+  const auto batch = inc.batches.find(target);
+  if (batch == inc.batches.end()) return;
+  tallies_.check("FAN-20", !(e.at("threw").get<bool>() && batch->second.autoAcked), [&] {
+    return label(e) + " acknowledged on return a batch of " + target + " whose deliver threw";
+  });
+  inc.batches.erase(batch);
 }
 
 // FAN-14: the rows a pass read are the due rows of its target in the spec's order (first deliveries

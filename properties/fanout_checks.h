@@ -18,7 +18,8 @@
 //       FAN-09 (a second settlement call fails; one settlement per delivery attempt takes effect),
 //       FAN-14 (a pass reads the due rows the spec's order gives, computed from the store), FAN-15
 //       (one pass per target at a time), FAN-17 (first due times on the batch window), FAN-23 (at
-//       most one claim transaction per pass)
+//       most one claim transaction per pass), FAN-20 (ackOnReturn removals only on a target with it,
+//       and only for a batch whose deliver returned normally before its deadline)
 //   [L] at the end of the run: FAN-26 (no delivery row left)
 // The options it needs (maxAttempts, whether there is a DLQ) come from the application's
 // "workload.config" event, never from the engine.
@@ -61,9 +62,15 @@ class FanoutChecks final : public ObjectChecker {
     std::vector<RowKey> intents, removals;
     void merge(CommitNotes&& other);
   };
+  // A batch handed to a target, until it closes (FAN-20).
+  struct Batch {
+    std::set<std::pair<std::string, int64_t>> rows;  // (row id, attempt)
+    bool autoAcked = false;                          // an ackOnReturn removal happened for it
+  };
   struct IncarnationState {
     DurableState<NoState, NoEdit, CommitNotes> commits;
     std::map<std::string, int64_t> passClaims;  // target -> claim writes of its running pass
+    std::map<std::string, Batch> batches;       // target -> its open batch
   };
   // Stored facts, at two depths: `local` (every local commit of the live incarnation) and `durable`
   // (what the next incarnation opens after a reset).
@@ -94,6 +101,7 @@ class FanoutChecks final : public ObjectChecker {
   void onStored(const nlohmann::json& e);
   void onSettled(const nlohmann::json& e);
   void onDue(const nlohmann::json& e);
+  void onDelivered(const nlohmann::json& e, IncarnationState& inc);
   void checkFirstDue(const nlohmann::json& e);
   CommitNotes validated(const std::string& object, IncarnationState& inc);
   void committed(const std::string& object, const CommitNotes& notes);
@@ -103,7 +111,7 @@ class FanoutChecks final : public ObjectChecker {
 
   StoreReader reader_;
   std::optional<int64_t> maxAttempts_;
-  std::optional<bool> dlq_;
+  std::optional<bool> dlq_, ackOnReturn_;
   std::optional<int64_t> maxBatchSize_, batchDelayMs_;
   std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;

@@ -193,6 +193,23 @@ TEST(FanoutChecksStream, AnExhaustedDeadLetterBelowMaxAttemptsViolatesFan22) {
   EXPECT_EQ(rig.violations("FAN-22"), 1u);
 }
 
+TEST(FanoutChecksStream, AutoAcknowledgingAfterAThrowOrAfterTheBatchClosedViolatesFan20) {
+  StreamRig rig;
+  rig.config({{"ackOnReturn", true}, {"dlq", true}, {"maxAttempts", 3}});
+  const json handed = {{"target", "consumer"}, {"deliveries", json::array({{{"row", StreamRig::kRow}, {"delivery", "d"}, {"attempt", 1}}})}};
+  const json acked = {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"how", "ackOnReturn"}, {"matched", true}};
+  rig.of("fan.deliver", handed);
+  rig.of("fan.ack.write", acked);
+  rig.of("fan.delivered", {{"target", "consumer"}, {"failed", false}, {"threw", false}, {"timedOut", false}});
+  EXPECT_EQ(rig.violations("FAN-20"), 0u);
+  rig.of("fan.deliver", handed);
+  rig.of("fan.ack.write", acked);
+  rig.of("fan.delivered", {{"target", "consumer"}, {"failed", true}, {"threw", true}, {"timedOut", false}});
+  EXPECT_EQ(rig.violations("FAN-20"), 1u);
+  rig.of("fan.ack.write", acked);  // the batch is closed
+  EXPECT_EQ(rig.violations("FAN-20"), 2u);
+}
+
 TEST(FanoutChecksStream, ASeqThatVanishedWithAResetMayBeReusedButNotACommittedOne) {
   StreamRig rig;
   rig.enqueue(0);
