@@ -387,13 +387,7 @@ Task<EnqueueResult<std::vector<std::string>>> DurabilityFanout::enqueue(std::vec
 
   // 4. After commit: lifecycle events and the eager pass.
   ctx_.probe(fanout_events::kEnqueue, {{"ids", ids}, {"keys", keys}});
-  for (const Row& row : registered) {
-    LifecycleEvent event;
-    event.type = LifecycleType::registered;
-    event.name = row.target;
-    event.id = deliveryId(row.generation, row.target);
-    emit(std::move(event));
-  }
+  for (const Row& row : registered) emit(deliveryEvent(LifecycleType::registered, row));
   if (!registered.empty() && options_.batchDelayMs == 0) ctx_.waitUntil(backgroundPass());
   LoadSnapshot snapshot = co_await load();
   co_return Result::ok(std::move(ids), std::move(snapshot));
@@ -628,14 +622,7 @@ Task<void> DurabilityFanout::deliverBatch(std::string target, std::vector<Row> c
     handed.push_back({{"row", claim.id}, {"delivery", messages.back().deliveryId}, {"attempt", claim.attempt}});
   }
   ctx_.probe(fanout_events::kDeliver, {{"target", target}, {"deliveries", std::move(handed)}});
-  for (const FanoutMessage& message : messages) {
-    LifecycleEvent event;
-    event.type = LifecycleType::attempt_started;
-    event.name = target;
-    event.id = message.deliveryId;
-    event.attempt = message.attempt;
-    emit(std::move(event));
-  }
+  for (const Row& claim : claims) emit(deliveryEvent(LifecycleType::attempt_started, claim));
 
   auto call = std::make_shared<Invocation>();
   std::shared_ptr<Background> invocation = startBackground(ctx_, invoke(target, messages, policy, call));
@@ -716,11 +703,7 @@ Task<void> DurabilityFanout::ackUnsettled(std::vector<FanoutMessage> messages) {
       std::vector<bool> out;
       for (const auto& state : unsettled) {
         const Row& row = state->row;
-        const bool matched = txn.sql
-                                 .exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ?"
-                                       " AND attempt = ? AND status = 'pending' AND phase = 'delivery'",
-                                       row.id, row.generation, row.attempt)
-                                 .rowsWritten() > 0;
+        const bool matched = deleteFenced(txn, row, "delivery");
         ctx_.probe(fanout_events::kAckWrite, {{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt},
                                               {"how", "ackOnReturn"}, {"matched", matched}});
         if (matched) removeRow(txn, row);
@@ -733,16 +716,8 @@ Task<void> DurabilityFanout::ackUnsettled(std::vector<FanoutMessage> messages) {
     for (const auto& state : unsettled) state->actionError = std::current_exception();
   }
   done->set();
-  for (std::size_t i = 0; i < removed.size(); ++i) {
-    if (!removed[i]) continue;
-    LifecycleEvent event;
-    event.type = LifecycleType::attempt_settled;
-    event.name = unsettled[i]->row.target;
-    event.id = deliveryId(unsettled[i]->row.generation, unsettled[i]->row.target);
-    event.attempt = unsettled[i]->row.attempt;
-    event.outcome = SettleOutcome::completed;
-    emit(std::move(event));
-  }
+  for (std::size_t i = 0; i < removed.size(); ++i)
+    if (removed[i]) emit(completed(unsettled[i]->row));
 }
 
 // fanout.md 5.1 step 4, for one message of a closed batch.
@@ -807,24 +782,14 @@ Task<void> DurabilityFanout::awaitAction(std::shared_ptr<FanoutMessage::State> s
 Task<void> DurabilityFanout::ack(std::shared_ptr<FanoutMessage::State> state) {
   const Row row = state->row;
   const bool matched = co_await engine_.transaction("deliveries", [&](EngineTxn& txn) {
-    const bool any = txn.sql
-                         .exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ? AND attempt = ?"
-                               " AND status = 'pending' AND phase = 'delivery'",
-                               row.id, row.generation, row.attempt)
-                         .rowsWritten() > 0;
+    const bool any = deleteFenced(txn, row, "delivery");
     ctx_.probe(fanout_events::kAckWrite,
                {{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt}, {"how", "ack"}, {"matched", any}});
     if (any) removeRow(txn, row);
     return any;
   });
   if (!matched) throw FanoutSettlementError(row.id);
-  LifecycleEvent event;
-  event.type = LifecycleType::attempt_settled;
-  event.name = row.target;
-  event.id = deliveryId(row.generation, row.target);
-  event.attempt = row.attempt;
-  event.outcome = SettleOutcome::completed;
-  emit(std::move(event));
+  emit(completed(row));
 }
 
 Task<void> DurabilityFanout::retryDelivery(Row row, std::optional<int64_t> overrideDelayMs, ErrorInfo error) {
@@ -867,11 +832,7 @@ Task<void> DurabilityFanout::retryDelivery(Row row, std::optional<int64_t> overr
     return any;
   });
   if (!matched) throw FanoutSettlementError(row.id);
-  LifecycleEvent event;
-  event.type = LifecycleType::attempt_settled;
-  event.name = row.target;
-  event.id = deliveryId(row.generation, row.target);
-  event.attempt = row.attempt;
+  LifecycleEvent event = deliveryEvent(LifecycleType::attempt_settled, row);
   event.outcome = SettleOutcome::retry_scheduled;
   event.error = error;
   event.nextAttemptAt = next;
@@ -885,11 +846,7 @@ Task<void> DurabilityFanout::deadLetter(Row row, std::string reason, std::option
   if (!error && row.lastError) error = ErrorInfo{row.lastErrorName.value_or("Error"), *row.lastError};
   const std::string delivery = deliveryId(row.generation, row.target);
   auto terminal = [&](std::optional<ErrorInfo> reported) {
-    LifecycleEvent event;
-    event.type = LifecycleType::terminal;
-    event.name = row.target;
-    event.id = delivery;
-    event.attempt = row.attempt;
+    LifecycleEvent event = deliveryEvent(LifecycleType::terminal, row);
     event.reason = reason == "exhausted" ? TerminalReason::attempts_exhausted : TerminalReason::dead_lettered;
     event.error = std::move(reported);
     emit(std::move(event));
@@ -897,11 +854,7 @@ Task<void> DurabilityFanout::deadLetter(Row row, std::string reason, std::option
 
   if (!options_.dlq) {
     const bool matched = co_await engine_.transaction("deliveries", [&](EngineTxn& txn) {
-      const bool any = txn.sql
-                           .exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ? AND attempt = ?"
-                                 " AND status = 'pending'",
-                                 row.id, row.generation, row.attempt)
-                           .rowsWritten() > 0;
+      const bool any = deleteFenced(txn, row, nullptr);
       ctx_.probe(fanout_events::kRemoveWrite, {{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt},
                                                {"why", "drop"}, {"reason", reason}, {"matched", any}});
       if (any) removeRow(txn, row);
@@ -950,17 +903,25 @@ Task<void> DurabilityFanout::deadLetter(Row row, std::string reason, std::option
 
   // 3. Removal, only after the DLQ accepted the entry.
   const bool removed = co_await engine_.transaction("deliveries", [&](EngineTxn& txn) {
-    const bool any = txn.sql
-                         .exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ? AND attempt = ?"
-                               " AND status = 'pending' AND phase = 'dead_letter'",
-                               row.id, row.generation, row.attempt)
-                         .rowsWritten() > 0;
+    const bool any = deleteFenced(txn, row, "dead_letter");
     ctx_.probe(fanout_events::kRemoveWrite, {{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt},
                                              {"why", "dlq"}, {"reason", reason}, {"matched", any}});
     if (any) removeRow(txn, row);
     return any;
   });
   if (removed) terminal(error ? error : ErrorInfo{"DeadLetter", "Dead-lettered by consumer"});
+}
+
+// Deletes `row` if it still is this attempt of this generation (and in `phase`, when given).
+// Returns whether it matched; a match is followed by removeRow in the same transaction.
+bool DurabilityFanout::deleteFenced(EngineTxn& txn, const Row& row, const char* phase) {
+  return (phase ? txn.sql.exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ? AND attempt = ?"
+                               " AND status = 'pending' AND phase = ?",
+                               row.id, row.generation, row.attempt, phase)
+                : txn.sql.exec("DELETE FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ? AND attempt = ?"
+                               " AND status = 'pending'",
+                               row.id, row.generation, row.attempt))
+             .rowsWritten() > 0;
 }
 
 // fanout.md 2: removing a delivery row updates its manifest and drops its memos, then reconciles.
@@ -1015,6 +976,21 @@ DurabilityFanout::Resolved DurabilityFanout::policyFor(const std::string& target
   resolved.target = found == options_.targets.end() ? nullptr : &found->second;
   resolved.retry = resolvePolicy(resolved.target, capability);
   return resolved;
+}
+
+LifecycleEvent DurabilityFanout::deliveryEvent(LifecycleType type, const Row& row) {
+  LifecycleEvent event;
+  event.type = type;
+  event.name = row.target;
+  event.id = deliveryId(row.generation, row.target);
+  event.attempt = row.attempt;
+  return event;
+}
+
+LifecycleEvent DurabilityFanout::completed(const Row& row) {
+  LifecycleEvent event = deliveryEvent(LifecycleType::attempt_settled, row);
+  event.outcome = SettleOutcome::completed;
+  return event;
 }
 
 void DurabilityFanout::emit(LifecycleEvent event) const {

@@ -162,6 +162,7 @@ class DurabilityFanout final : public Participant {
   void startAction(const std::shared_ptr<FanoutMessage::State>& state, std::string outcome, Task<void> action);
   static Task<void> runAction(Task<void> action, std::shared_ptr<FanoutMessage::State> state);
   static Task<void> awaitAction(std::shared_ptr<FanoutMessage::State> state);
+  bool deleteFenced(EngineTxn& txn, const Row& row, const char* phase);
   void removeRow(EngineTxn& txn, const Row& row);
   std::optional<Row> reread(const Row& row);
   FanoutMessage messageOf(const Row& row);
@@ -169,6 +170,9 @@ class DurabilityFanout final : public Participant {
   Task<void> backgroundPass();
   int64_t pendingCount();
   int64_t firstAttemptAt(int64_t t) const;
+  // Lifecycle events of a delivery row (fanout.md 9): entity "delivery", name = target, id = deliveryId.
+  static LifecycleEvent deliveryEvent(LifecycleType type, const Row& row);
+  static LifecycleEvent completed(const Row& row);  // attempt_settled{completed}
   void emit(LifecycleEvent event) const;
 
   ObjectContext& ctx_;

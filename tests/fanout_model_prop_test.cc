@@ -110,7 +110,7 @@ class ModelApp final : public DurableObject {
  private:
   FanoutOptions options() {
     FanoutOptions o;
-    for (const std::string& id : {"ack", "c"}) {
+    for (const char* id : {"ack", "c"}) {
       FanoutTarget t;
       t.deliver = [this](std::vector<FanoutMessage> messages) { return consume(std::move(messages)); };
       t.ackOnReturn = std::string(id) == "ack";
