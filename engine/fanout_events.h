@@ -59,11 +59,21 @@ inline constexpr std::string_view kLoad = "fan.load";
 // attempt
 inline constexpr std::string_view kAppConsume = "app.fan.consume";
 // A settlement call of the application and how it ended: mailbox, delivery, action ("ack" |
-// "retry" | "deadLetter"), delayMs?, second (a repeated call), result ("ok" or the error's name)
+// "retry" | "deadLetter"), delayMs?, second (a repeated call), calledAt (when the call was made),
+// result ("ok" or the error's name)
 inline constexpr std::string_view kAppSettle = "app.fan.settle";
-// A create-only write to a cold bucket: mailbox, bucket, key, created, attempts, reason (DLQ only)
+// A create-only write to a cold bucket: mailbox, bucket, key, delivery, target, created, attempts,
+// reason (DLQ only)
 inline constexpr std::string_view kAppStored = "app.fan.stored";
 // A DLQ entry redriven: mailbox, key, delivery, id, target, success, removed
 inline constexpr std::string_view kAppRedrive = "app.fan.redrive";
+// The targets an incarnation of the application was built with: mailbox, targets
+inline constexpr std::string_view kAppTargets = "app.fan.targets";
+// A load snapshot the application answered with: mailbox, pendingDeliveries
+inline constexpr std::string_view kAppLoad = "app.fan.load";
+// A memoized step's function ran: mailbox, delivery, attempt, step, value
+inline constexpr std::string_view kAppMemoCompute = "app.fan.memo.compute";
+// memoize returned: mailbox, delivery, attempt, step, value
+inline constexpr std::string_view kAppMemo = "app.fan.memo";
 
 }  // namespace durasim::fanout_events

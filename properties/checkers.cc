@@ -176,7 +176,9 @@ class FanoutFamily final : public Checker {
   explicit FanoutFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
   void record(const json& event) override {
     checks_.record(event);
-    if (phase_of(event) == "check") checks_.finish();
+    const std::string_view phase = phase_of(event);
+    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
+    if (phase == "check") checks_.finish();
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 

@@ -7,6 +7,7 @@
 
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
+#include "model/alarms_model.h"
 #include "model/fanout_model.h"
 #include "properties/event_fields.h"
 
@@ -15,6 +16,9 @@ namespace {
 
 using nlohmann::json;
 using namespace fields;
+
+constexpr int64_t kWakeSlackMs = 60'000;
+constexpr char kExplicitRetryError[] = "Retry";  // the error a consumer's retry() records (fanout.md 5.2)
 
 std::string deliveryOf(const std::string& generation, const std::string& target) { return json::array({generation, target}).dump(); }
 
@@ -30,6 +34,14 @@ void FanoutChecks::Facts::apply(const CommitNotes& notes) {
   for (int64_t seq : notes.seqs) maxSeq = std::max(maxSeq, seq);
   deadLettered.insert(notes.intents.begin(), notes.intents.end());
   removed.insert(notes.removals.begin(), notes.removals.end());
+  for (const Manifest& m : notes.created) live[m.key] = m;
+  for (const RowKey& row : notes.removals) {
+    const json id = json::parse(row.first);
+    const auto manifest = live.find(id.at(0).get<std::string>());
+    if (manifest == live.end() || manifest->second.generation != row.second) continue;
+    manifest->second.open.erase(id.at(1).get<std::string>());
+    if (manifest->second.open.empty()) live.erase(manifest);
+  }
 }
 
 void FanoutChecks::CommitNotes::merge(CommitNotes&& other) {
@@ -37,6 +49,7 @@ void FanoutChecks::CommitNotes::merge(CommitNotes&& other) {
   claims.insert(claims.end(), other.claims.begin(), other.claims.end());
   intents.insert(intents.end(), other.intents.begin(), other.intents.end());
   removals.insert(removals.end(), other.removals.begin(), other.removals.end());
+  created.insert(created.end(), other.created.begin(), other.created.end());
 }
 
 std::string FanoutChecks::invariant_for(std::string_view ev) const {
@@ -59,7 +72,9 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
   // What happened outside the object, reported by the consumer and by the cold writes.
   if (ev == fanout_events::kAppConsume) {
     const std::string mailbox = text(e, "mailbox");
-    if (of_class(mailbox, className_)) onReceived(mailbox, text(e, "delivery"), num(e, "attempt"), "the consumer");
+    if (!of_class(mailbox, className_)) return;
+    checkIdentity(mailbox, text(e, "delivery"), text(e, "target"));
+    onReceived(mailbox, text(e, "delivery"), num(e, "attempt"), "the consumer");
     return;
   }
   if (ev == fanout_events::kAppStored) {
@@ -70,9 +85,19 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
     if (of_class(text(e, "mailbox"), className_)) onSettled(e);
     return;
   }
+  if (ev == fanout_events::kAppMemoCompute || ev == fanout_events::kAppMemo) {
+    if (of_class(text(e, "mailbox"), className_)) onMemo(e, ev == fanout_events::kAppMemoCompute);
+    return;
+  }
   if (!mine(e) || !e.contains("incarnation")) return;
   IncarnationState& inc = incarnation(e);
   const std::string& object = label(e);
+  if (!inc.watches.empty() && hasTables(object)) judgeIsolation(e, inc);
+  if (ev == fanout_events::kAppTargets) {
+    inc.configured = e.at("targets").get<std::set<std::string>>();
+    return;
+  }
+  if (ev == fanout_events::kAppLoad) return onLoad(e);
   if (ev == "fault") {
     // A failed statement rolls back its savepoint without a trace event: the writes noted so far
     // may not have happened, so the commit checks them against the store (validated()).
@@ -83,49 +108,64 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
   if (ev == "commit.noop") {
     const CommitNotes notes = inc.commits.notes() = validated(object, inc);
     inc.commits.commit_unchanged([&](const auto& txn) { objects_[object].durable.apply(txn.notes); });
-    return committed(object, notes);
+    return committed(object, notes, num(e, "t"));
   }
   if (ev == "confirm") {
     inc.commits.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { objects_[object].durable.apply(txn.notes); });
     return;
   }
   if (ev == "durability") return onDurability(e);
-  if (ev == "commit.failed" || ev == "incarnation.end") return inc.commits.roll_back();
+  if (ev == "commit.failed" || ev == "incarnation.end") {
+    inc.watches.clear();  // a broken incarnation runs no more passes
+    return inc.commits.roll_back();
+  }
   if (ev == fanout_events::kEnqueueWrite) {
     checkFirstDue(e);
+    checkDedup(e, inc);
     return onEnqueueWrite(e, inc);
   }
   if (ev == fanout_events::kClaimWrite) {
     const std::string target = text(e, "target");
-    if (inc.passClaims.count(target))
-      tallies_.check("FAN-23", ++inc.passClaims[target] <= 1, [&] {
-        return object + " claimed the batch of one pass of " + target + " in " + str(inc.passClaims[target]) + " transactions";
+    PassState& pass = inc.passes[target];
+    if (pass.openSince)
+      tallies_.check("FAN-23", ++pass.claims <= 1, [&] {
+        return object + " claimed the batch of one pass of " + target + " in " + str(pass.claims) + " transactions";
       });
+    tallies_.check("FAN-18", configured(inc, target) || e.at("claimed").empty(), [&] {
+      return object + " claimed rows of " + target + ", a target this incarnation was built without";
+    });
     return onClaimWrite(e, inc);
   }
-  if (ev == fanout_events::kPassBegin) {
-    const std::string target = text(e, "target");
-    tallies_.check("FAN-15", inc.passClaims.count(target) == 0, [&] { return object + " began a second pass of " + target; });
-    inc.passClaims[target] = 0;
-    return;
+  if (ev == fanout_events::kPassBegin) return onPassBegin(e, inc);
+  if (ev == fanout_events::kPassEnd) return onPassEnd(e, inc);
+  if (ev == fanout_events::kDue) {
+    if (!configured(inc, text(e, "target"))) onUnconfiguredDue(e, inc);
+    return onDue(e);
   }
-  if (ev == fanout_events::kPassEnd) {
-    inc.passClaims.erase(text(e, "target"));
-    return;
-  }
-  if (ev == fanout_events::kDue) return onDue(e);
-  if (ev == fanout_events::kDeliver) {
-    Batch& batch = inc.batches[text(e, "target")] = Batch{};
-    for (const json& d : e.at("deliveries")) batch.rows.insert({text(d, "row"), num(d, "attempt")});
-    return;
-  }
+  if (ev == fanout_events::kPostponeWrite) return onPostponeWrite(e, inc);
+  if (ev == fanout_events::kDeliver) return onDeliver(e, inc);
   if (ev == fanout_events::kDelivered) return onDelivered(e, inc);
   if (ev == fanout_events::kAckWrite) return onAckWrite(e, inc);
   if (ev == fanout_events::kRemoveWrite) return onRemoveWrite(e, inc);
+  if (ev == fanout_events::kRetryWrite) return onRetryWritten(e, inc);
   if (ev == fanout_events::kDeadIntentWrite && e.at("matched").get<bool>()) {
     tallies_.check("FAN-12", dlq_.value_or(true), [&] { return object + " wrote a dead-letter intent without a DLQ"; });
+    checkConfiguredRemoval(e, inc, "dead-lettered");
     inc.commits.notes().intents.push_back({text(e, "row"), text(e, "generation")});
   }
+}
+
+bool FanoutChecks::configured(const IncarnationState& inc, const std::string& target) const {
+  return !inc.configured || inc.configured->count(target) > 0;
+}
+
+// FAN-18: a row of a target the incarnation was built without is never removed or dead-lettered.
+void FanoutChecks::checkConfiguredRemoval(const json& e, const IncarnationState& inc, const char* what) {
+  const std::string row = text(e, "row");
+  const std::string target = targetOfRow(row);
+  tallies_.check("FAN-18", configured(inc, target), [&] {
+    return label(e) + " " + what + " row " + row + " of " + target + ", a target this incarnation was built without";
+  });
 }
 
 void FanoutChecks::onConfig(const json& e) {
@@ -133,6 +173,7 @@ void FanoutChecks::onConfig(const json& e) {
   if (e.contains("dlq")) dlq_ = e.at("dlq").get<bool>();
   if (e.contains("maxBatchSize")) maxBatchSize_ = num(e, "maxBatchSize");
   if (e.contains("batchDelayMs")) batchDelayMs_ = num(e, "batchDelayMs");
+  if (e.contains("attemptTimeoutMs")) attemptTimeoutMs_ = num(e, "attemptTimeoutMs");
   if (e.contains("ackOnReturn")) ackOnReturn_ = e.at("ackOnReturn").get<bool>();
 }
 
@@ -144,7 +185,7 @@ void FanoutChecks::onCommit(const json& e) {
   IncarnationState& inc = incarnation(e);
   const CommitNotes notes = inc.commits.notes() = validated(object, inc);
   inc.commits.commit(e.at("commit").get<uint64_t>());
-  committed(object, notes);
+  committed(object, notes, num(e, "t"));
   if (hasTables(object)) checkRows(object);
 }
 
@@ -168,13 +209,19 @@ FanoutChecks::CommitNotes FanoutChecks::validated(const std::string& object, Inc
   });
   const int64_t counter = reader_(object, "SELECT next_seq FROM " DURASIM_FANOUT_SEQ).one().int64("next_seq");
   std::erase_if(notes.seqs, [&](int64_t seq) { return seq >= counter; });
+  std::erase_if(notes.created, [&](const Manifest& m) {
+    return !reader_(object, "SELECT key FROM " DURASIM_FANOUT_MESSAGES " WHERE key = ? AND generation_id = ?", {m.key, m.generation}).next();
+  });
   return notes;
 }
 
-void FanoutChecks::committed(const std::string& object, const CommitNotes& notes) {
+void FanoutChecks::committed(const std::string& object, const CommitNotes& notes, int64_t at) {
   ObjectState& obj = objects_[object];
   obj.local.apply(notes);
   for (const Claim& claim : notes.claims) obj.claimed[claim.delivery].insert(claim.attempt);
+  if (!notes.created.empty()) obj.lastEnqueueAt = at;
+  for (const Manifest& m : notes.created) obj.generations[m.generation] = m.open;
+  if (!notes.removals.empty()) obj.lastRemovalAt = at;
 }
 
 // The incarnation ended: its first `kept` unconfirmed commits are durable, and the next incarnation
@@ -217,6 +264,16 @@ void FanoutChecks::checkRows(const std::string& object) {
   const std::optional<std::string> fault = model::FanoutModel::accounting(manifests, deliveries);
   const bool foreignTarget = fault && fault->find("not among its targets") != std::string::npos;
   tallies_.check(foreignTarget ? "FAN-04" : "FAN-02", !fault, [&] { return object + ": " + *fault; });
+  if (!reader_.hasTable(object, DURASIM_FANOUT_MEMOS)) return;
+  // FAN-24: no memo row outlives its delivery row.
+  const std::optional<SqlRow> orphan =
+      reader_(object, "SELECT message_key, target_id, step FROM " DURASIM_FANOUT_MEMOS " m WHERE NOT EXISTS (SELECT 1 FROM " DURASIM_FANOUT_DELIVERIES
+                      " d WHERE d.message_key = m.message_key AND d.target_id = m.target_id AND d.generation_id = m.generation_id)")
+          .next();
+  tallies_.check("FAN-24", !orphan, [&] {
+    return object + " keeps the memo " + orphan->text("step") + " of " + orphan->text("message_key") + " for " + orphan->text("target_id") +
+           " without its delivery row";
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -237,6 +294,136 @@ void FanoutChecks::onEnqueueWrite(const json& e, IncarnationState& inc) {
       return object + " gave manifest " + text(m, "key") + " seq " + str(seq) + ", not above " + str(above) + " already used";
     });
     notes.seqs.push_back(seq);
+  }
+}
+
+// FAN-03: while a key's manifest is live (committed locally, or staged earlier in this transaction),
+// a message under the key is the same work (id, payload, targets) and creates nothing; a message
+// under a key with no live manifest is not taken for a duplicate.
+void FanoutChecks::checkDedup(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  const Facts& facts = objects_[object].local;
+  CommitNotes& notes = inc.commits.notes();
+  for (const json& m : e.at("messages")) {
+    const std::string key = text(m, "key");
+    const Manifest* live = nullptr;
+    for (const Manifest& staged : notes.created)
+      if (staged.key == key) live = &staged;
+    if (!live)
+      if (const auto found = facts.live.find(key); found != facts.live.end()) live = &found->second;
+    const bool hit = m.at("hit").get<bool>();
+    if (live) {
+      tallies_.check("FAN-03", live->id == text(m, "id") && live->payload == text(m, "payload") && live->targets == m.at("targets"), [&] {
+        return object + " accepted other work under key " + key + " while its manifest " + live->generation + " is live";
+      });
+      tallies_.check("FAN-03", hit, [&] { return object + " created a second manifest under key " + key + " while " + live->generation + " is live"; });
+    } else {
+      tallies_.check("FAN-03", !hit, [&] { return object + " took a message under key " + key + " for a duplicate although no manifest of it is live"; });
+    }
+    if (hit) continue;
+    Manifest created{key, text(m, "generation"), text(m, "id"), text(m, "payload"), m.at("targets"), {}};
+    created.open = m.at("targets").get<std::set<std::string>>();
+    notes.created.push_back(std::move(created));
+  }
+}
+
+// FAN-15: one pass per target at a time. FAN-16: the runDue that begins a pass begins one for every
+// target with rows in the same instant (or finds it running); so watch the rows of the other
+// targets that are due now, and which targets have a pass open in this instant.
+void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  const std::string target = text(e, "target");
+  const int64_t now = num(e, "t");
+  PassState& pass = inc.passes[target];
+  tallies_.check("FAN-15", !pass.openSince, [&] { return object + " began a second pass of " + target; });
+  pass.openSince = now;
+  pass.claims = 0;
+  for (IsolationWatch& watch : inc.watches) watch.openInInstant.insert(target);
+  if (!hasTables(object)) return;
+  IsolationWatch watch{target, now, {}, {}};
+  for (const auto& [other, state] : inc.passes)
+    if (state.openSince) watch.openInInstant.insert(other);
+  for (const SqlRow& r : reader_(object, "SELECT target_id, id, generation_id, attempt, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES
+                                         " WHERE target_id <> ? AND next_attempt_at <= ?",
+                                 {target, now})
+                             .toVector()) {
+    // A row that came due while a pass of its own target ran waits for that target's next pass,
+    // not for this one.
+    const PassState& own = inc.passes[r.text("target_id")];
+    if (own.openSince || own.lastEnd >= r.int64("next_attempt_at")) continue;
+    watch.due.push_back(WatchedRow{r.text("target_id"), r.text("id"), r.text("generation_id"), r.int64("attempt"), r.int64("next_attempt_at")});
+  }
+  if (!watch.due.empty()) inc.watches.push_back(std::move(watch));
+}
+
+void FanoutChecks::onPassEnd(const json& e, IncarnationState& inc) {
+  PassState& pass = inc.passes[text(e, "target")];
+  pass.openSince.reset();
+  pass.lastEnd = num(e, "t");
+}
+
+// FAN-16, once the instant a pass began is over: a row of another target that was due then (and
+// not while a pass of its own target ran), whose target had no pass open in that instant, must not
+// still wait untouched.
+void FanoutChecks::judgeIsolation(const json& e, IncarnationState& inc) {
+  const int64_t now = num(e, "t");
+  const std::string& object = label(e);
+  std::erase_if(inc.watches, [&](const IsolationWatch& watch) {
+    if (watch.began >= now) return false;
+    for (const WatchedRow& row : watch.due) {
+      bool untouched = false;
+      if (!watch.openInInstant.count(row.target)) {
+        const std::optional<SqlRow> stored =
+            reader_(object, "SELECT attempt, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ?", {row.id, row.generation})
+                .next();
+        untouched = stored && stored->int64("attempt") == row.attempt && stored->int64("next_attempt_at") == row.next;
+      }
+      tallies_.check("FAN-16", !untouched, [&] {
+        return object + " row " + row.id + " of " + row.target + ", due at " + str(row.next) + ", had no pass of its target when a pass of " +
+               watch.target + " began at " + str(watch.began) + " and still waits at " + str(now);
+      });
+    }
+    return true;
+  });
+}
+
+// FAN-18: the due rows of a target this incarnation was built without, as the store holds them.
+void FanoutChecks::onUnconfiguredDue(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  if (!hasTables(object)) return;
+  auto& [now, rows] = inc.unconfiguredDue[text(e, "target")];
+  now = num(e, "now");
+  rows.clear();
+  for (const SqlRow& r : reader_(object, "SELECT id, attempt, last_error, last_error_name FROM " DURASIM_FANOUT_DELIVERIES
+                                         " WHERE target_id = ? AND next_attempt_at <= ?",
+                                 {text(e, "target"), now})
+                             .toVector())
+    rows[r.text("id")] = Unconfigured{r.int64("attempt"), r.optText("last_error"), r.optText("last_error_name")};
+}
+
+// FAN-18: only rows of a target the incarnation lacks are postponed, each by 60 s from its pass,
+// keeping its attempt and last error.
+void FanoutChecks::onPostponeWrite(const json& e, IncarnationState& inc) {
+  const std::string& object = label(e);
+  const std::string target = text(e, "target");
+  const auto due = inc.unconfiguredDue.find(target);
+  tallies_.check("FAN-18", !configured(inc, target) && due != inc.unconfiguredDue.end(), [&] {
+    return object + " postponed rows of " + target + ", a target it is configured with";
+  });
+  if (due == inc.unconfiguredDue.end() || !hasTables(object)) return;
+  const auto& [now, rows] = due->second;
+  for (const json& id : e.at("rows")) {
+    const std::string row = id.get<std::string>();
+    const auto before = rows.find(row);
+    const std::optional<SqlRow> after =
+        reader_(object, "SELECT attempt, next_attempt_at, last_error, last_error_name FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ?", {row}).next();
+    const bool kept = before != rows.end() && after && after->int64("attempt") == before->second.attempt &&
+                      after->optText("last_error") == before->second.error && after->optText("last_error_name") == before->second.errorName &&
+                      after->int64("next_attempt_at") == now + model::kFanoutRemovedTargetDelayMs;
+    tallies_.check("FAN-18", kept, [&] {
+      return object + " postponed row " + row + " of unconfigured " + target + " otherwise than by " + str(model::kFanoutRemovedTargetDelayMs) +
+             " ms from " + str(now) + " with its attempt and error kept";
+    });
   }
 }
 
@@ -262,6 +449,7 @@ void FanoutChecks::onClaimWrite(const json& e, IncarnationState& inc) {
 void FanoutChecks::onAckWrite(const json& e, IncarnationState& inc) {
   if (!e.at("matched").get<bool>()) return;
   const RowKey row{text(e, "row"), text(e, "generation")};
+  checkConfiguredRemoval(e, inc, "acknowledged");
   if (text(e, "how") == "ackOnReturn") {
     const std::string target = targetOfRow(row.first);
     const auto batch = inc.batches.find(target);
@@ -284,6 +472,7 @@ void FanoutChecks::onRemoveWrite(const json& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const RowKey row{text(e, "row"), text(e, "generation")};
   const bool viaDlq = text(e, "why") == "dlq";
+  checkConfiguredRemoval(e, inc, "removed");
   if (dlq_)
     tallies_.check("FAN-12", viaDlq == *dlq_, [&] {
       return object + (viaDlq ? " removed row " + row.first + " after a DLQ write without a DLQ" : " dropped row " + row.first + " although it has a DLQ");
@@ -316,6 +505,8 @@ void FanoutChecks::checkFirstDue(const json& e) {
 
 // FAN-20: a batch whose deliver threw acknowledged nothing on return; one whose deadline passed
 // acknowledges nothing afterwards (the batch is closed: onAckWrite finds no open batch).
+// FAN-21: a batch closes by its deadline, attemptTimeoutMs after it was handed out, and one that
+// timed out closes exactly then.
 void FanoutChecks::onDelivered(const json& e, IncarnationState& inc) {
   const std::string target = text(e, "target");
   const auto batch = inc.batches.find(target);
@@ -323,7 +514,72 @@ void FanoutChecks::onDelivered(const json& e, IncarnationState& inc) {
   tallies_.check("FAN-20", !(e.at("threw").get<bool>() && batch->second.autoAcked), [&] {
     return label(e) + " acknowledged on return a batch of " + target + " whose deliver threw";
   });
+  if (attemptTimeoutMs_) {
+    const int64_t now = num(e, "t"), deadline = batch->second.handedAt + *attemptTimeoutMs_;
+    const bool timedOut = e.at("timedOut").get<bool>();
+    tallies_.check("FAN-21", timedOut ? now == deadline : now <= deadline, [&] {
+      return label(e) + " closed a batch of " + target + " handed out at " + str(batch->second.handedAt) + " at " + str(now) +
+             (timedOut ? " as timed out" : "") + ", its deadline being " + str(deadline);
+    });
+    if (timedOut)
+      for (const auto& [row, delivery] : batch->second.rows) objects_[label(e)].timedOut[{delivery, row.second}] = TimedOut{now, num(e, "incarnation"), false, {}};
+  }
   inc.batches.erase(batch);
+}
+
+void FanoutChecks::onDeliver(const json& e, IncarnationState& inc) {
+  Batch& batch = inc.batches[text(e, "target")] = Batch{};
+  batch.handedAt = num(e, "t");
+  for (const json& d : e.at("deliveries")) batch.rows[{text(d, "row"), num(d, "attempt")}] = text(d, "delivery");
+}
+
+// FAN-21: the error a retry of a timed-out attempt gave, when the incarnation that timed it out
+// wrote it and the consumer's own retry did not (that records "Retry"). (A dead-letter intent of an
+// exhausted row may come from a pass that found its deadline passed first, with the row's last
+// stored error: it is not judged here.)
+void FanoutChecks::onRetryWritten(const json& e, IncarnationState&) {
+  if (!e.at("matched").get<bool>()) return;
+  const std::string row = text(e, "row");
+  const auto timedOut = objects_[label(e)].timedOut.find({deliveryOf(text(e, "generation"), targetOfRow(row)), num(e, "attempt")});
+  if (timedOut == objects_[label(e)].timedOut.end() || timedOut->second.incarnation != num(e, "incarnation")) return;
+  const json& error = e.at("error");
+  const std::string name = error.is_object() ? text(error, "name") : "(none)";
+  if (name == kExplicitRetryError) return;
+  timedOut->second.retryErrors.push_back(name);
+}
+
+// FAN-13: a load snapshot the application answers with counts the delivery rows stored now.
+void FanoutChecks::onLoad(const json& e) {
+  const std::string& object = label(e);
+  if (!hasTables(object)) return;
+  const int64_t stored = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
+  tallies_.check("FAN-13", num(e, "pendingDeliveries") == stored, [&] {
+    return object + " answered pendingDeliveries " + str(num(e, "pendingDeliveries")) + " while it stores " + str(stored) + " delivery rows";
+  });
+}
+
+// FAN-24: a memoized step runs only while no memo of it is stored; memoize returns the stored value.
+void FanoutChecks::onMemo(const json& e, bool computed) {
+  const std::string mailbox = text(e, "mailbox");
+  if (!reader_.hasTable(mailbox, DURASIM_FANOUT_MEMOS)) return;
+  const json identity = json::parse(text(e, "delivery"));
+  const std::optional<SqlRow> stored =
+      reader_(mailbox, "SELECT value FROM " DURASIM_FANOUT_MEMOS " WHERE generation_id = ? AND target_id = ? AND step = ?",
+              {identity.at(0).get<std::string>(), identity.at(1).get<std::string>(), text(e, "step")})
+          .next();
+  if (computed) {
+    tallies_.check("FAN-24", !stored, [&] {
+      return mailbox + " computed step " + text(e, "step") + " of " + text(e, "delivery") + " attempt " + str(num(e, "attempt")) +
+             " again although its memo is stored";
+    });
+    return;
+  }
+  if (!stored) return;
+  // The stored form of a value (conventions.md): {"kind": "value", "value": v}.
+  tallies_.check("FAN-24", json::parse(stored->text("value")).at("value") == e.at("value"), [&] {
+    return mailbox + " memoize of " + text(e, "step") + " for " + text(e, "delivery") + " returned " + e.at("value").dump() + ", the memo holds " +
+           stored->text("value");
+  });
 }
 
 // FAN-14: the rows a pass read are the due rows of its target in the spec's order (first deliveries
@@ -372,19 +628,30 @@ void FanoutChecks::onReceived(const std::string& mailbox, const std::string& del
     });
 }
 
-void FanoutChecks::onStored(const json& e) {
-  const std::string mailbox = text(e, "mailbox");
-  const std::string delivery = text(e, "delivery");
-  const int64_t attempts = num(e, "attempts");
+// FAN-19: a delivery identity is json([generation, target]) of a manifest this object created, for
+// `target`, the target that received it or that the stored message names.
+void FanoutChecks::checkIdentity(const std::string& mailbox, const std::string& delivery, const std::string& target) {
   json identity;
   try {
     identity = json::parse(delivery);
   } catch (const json::exception&) {
   }
-  tallies_.check("FAN-19", identity.is_array() && identity.size() == 2 && identity[0].is_string() && identity[1].is_string(), [&] {
-    return mailbox + " stored " + delivery + ", which is not json([generation, target])";
+  const bool shaped = identity.is_array() && identity.size() == 2 && identity[0].is_string() && identity[1].is_string();
+  const ObjectState& obj = objects_[mailbox];
+  const auto created = shaped ? obj.generations.find(identity[0].get<std::string>()) : obj.generations.end();
+  const bool known = created != obj.generations.end() && created->second.count(identity[1].get<std::string>()) > 0;
+  tallies_.check("FAN-19", known && identity[1] == target, [&] {
+    return mailbox + " handed out " + delivery + " for " + target + ", not json([generation, target]) of a delivery it created";
   });
-  if (!e.contains("reason")) return onReceived(mailbox, delivery, attempts, "the storage target");  // an archive write
+}
+
+void FanoutChecks::onStored(const json& e) {
+  const std::string mailbox = text(e, "mailbox");
+  const std::string delivery = text(e, "delivery");
+  const int64_t attempts = num(e, "attempts");
+  const bool deadLetter = e.contains("reason");
+  checkIdentity(mailbox, delivery, text(e, "target"));
+  if (!deadLetter) return onReceived(mailbox, delivery, attempts, "the storage target");  // an archive write
   // A DLQ write: the entry is there now (created, or refused because it already was).
   tallies_.check("FAN-12", dlq_.value_or(true), [&] { return mailbox + " wrote to a DLQ it does not have"; });
   objects_[mailbox].inDlq.insert(delivery);
@@ -407,7 +674,16 @@ void FanoutChecks::onSettled(const json& e) {
       return mailbox + " repeated " + text(e, "action") + " on " + text(e, "delivery") + " and got " + result;
     });
   if (result != "ok") return;
-  int64_t& count = objects_[mailbox].settled[{text(e, "delivery"), num(e, "attempt")}];
+  const DeliveryAttempt attempt{text(e, "delivery"), num(e, "attempt")};
+  if (const auto timedOut = objects_[mailbox].timedOut.find(attempt); timedOut != objects_[mailbox].timedOut.end()) {
+    const int64_t calledAt = num(e, "calledAt");
+    tallies_.check("FAN-21", calledAt <= timedOut->second.at, [&] {
+      return mailbox + " " + text(e, "action") + " of " + attempt.first + " attempt " + str(attempt.second) + " called at " + str(calledAt) +
+             " took effect after its batch timed out at " + str(timedOut->second.at);
+    });
+    timedOut->second.settledBefore = true;
+  }
+  int64_t& count = objects_[mailbox].settled[attempt];
   tallies_.check("FAN-09", ++count == 1, [&] {
     return mailbox + " settled attempt " + str(num(e, "attempt")) + " of " + text(e, "delivery") + " " + str(count) + " times";
   });
@@ -416,11 +692,32 @@ void FanoutChecks::onSettled(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // The end of the run
 
+// FAN-26's bound (invariants-engine.md): every attempt's longest backoff and deadline, plus a
+// DLQ retry, a removed target's postponement and the alarm that wakes the object.
+int64_t FanoutChecks::retryBoundMs() const {
+  int64_t bound = model::kFanoutDlqRetryMs + model::kFanoutRemovedTargetDelayMs + kWakeSlackMs;
+  for (int64_t attempt = 1; attempt <= *maxAttempts_; ++attempt) bound += model::defaultDelayRange(attempt).hi + *attemptTimeoutMs_;
+  return bound;
+}
+
 void FanoutChecks::finish() {
   for (const auto& [object, obj] : objects_) {
+    // FAN-21: an attempt left unsettled by its deadline is retried with FanoutTimeoutError.
+    for (const auto& [attempt, timedOut] : obj.timedOut) {
+      if (timedOut.settledBefore) continue;
+      for (const std::string& name : timedOut.retryErrors)
+        tallies_.check("FAN-21", name == "FanoutTimeoutError", [&] {
+          return object + " retried " + attempt.first + " attempt " + str(attempt.second) + ", unsettled when it timed out, with " + name;
+        });
+    }
     if (!hasTables(object)) continue;
     const int64_t left = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
     tallies_.check("FAN-26", left == 0, [&] { return object + " still holds " + str(left) + " deliveries after heal"; });
+    if (!healedAt_ || !maxAttempts_ || !attemptTimeoutMs_) continue;
+    const int64_t from = std::max(*healedAt_, obj.lastEnqueueAt);
+    tallies_.check("FAN-26", obj.lastRemovalAt <= from + retryBoundMs(), [&] {
+      return object + " removed its last delivery at " + str(obj.lastRemovalAt) + ", later than " + str(retryBoundMs()) + " ms after " + str(from);
+    });
   }
 }
 

@@ -12,7 +12,8 @@
 //       claim of attempt k), FAN-07 (at most maxAttempts attempts of a delivery reach its targets),
 //       FAN-08 (a removed delivery is never claimed again), FAN-10 (a dead_letter row is never
 //       claimed), FAN-11 (a DLQ removal only after the DLQ holds the entry), FAN-12 (no DLQ: no
-//       intent, no DLQ write), FAN-19 (delivery identity json([generation, target]) and cold keys),
+//       intent, no DLQ write), FAN-19 (a delivery identity is json([generation, target]) of a
+//       delivery the object created, for the target that received it or the stored message names),
 //       FAN-22 (an exhausted dead letter carries attempts == maxAttempts), FAN-25 (no acknowledgement
 //       removes a dead_letter row)
 //       FAN-09 (a second settlement call fails; one settlement per delivery attempt takes effect),
@@ -20,7 +21,17 @@
 //       (one pass per target at a time), FAN-17 (first due times on the batch window), FAN-23 (at
 //       most one claim transaction per pass), FAN-20 (ackOnReturn removals only on a target with it,
 //       and only for a batch whose deliver returned normally before its deadline)
-//   [L] at the end of the run: FAN-26 (no delivery row left)
+//       FAN-03 (a key with a live manifest gets no second one, and only the same work counts as its
+//       duplicate), FAN-13 (every load snapshot the application answers with counts the stored
+//       rows), FAN-16 (rows of one target due when another target's pass began have a pass of their
+//       own target open in that instant), FAN-18 (an incarnation built without a target
+//       neither claims nor removes its rows; it postpones them by 60 s and keeps their attempt and
+//       error), FAN-21 (a batch fails exactly at attemptTimeoutMs, its unsettled rows retried with
+//       FanoutTimeoutError, and a settlement called after that takes no effect), FAN-24 (a memo row
+//       only beside its delivery row; a memoized step computed only while no memo is stored, and
+//       every memoize returns the stored value)
+//   [L] at the end of the run: FAN-26 (no delivery row left, and the last removal within the
+//       retry bound after heal or after the last enqueue)
 // The options it needs (maxAttempts, whether there is a DLQ) come from the application's
 // "workload.config" event, never from the engine.
 #pragma once
@@ -45,6 +56,8 @@ namespace durasim::properties {
 class FanoutChecks final : public ObjectChecker {
  public:
   FanoutChecks(StoreReader reader, std::string className);
+  // The faults healed at `t`.
+  void healed(int64_t t) { healedAt_ = t; }
   // End-of-run checks (quiescent, after heal) over every object of the class.
   void finish();
 
@@ -55,36 +68,81 @@ class FanoutChecks final : public ObjectChecker {
     std::string delivery;
     int64_t attempt = 0;
   };
+  using DeliveryAttempt = std::pair<std::string, int64_t>;  // (delivery identity, attempt)
+  // A manifest as the enqueue that created it wrote it.
+  struct Manifest {
+    std::string key, generation, id, payload;
+    nlohmann::json targets;
+    std::set<std::string> open;  // targets whose delivery row is not removed yet
+  };
   // What a transaction did, counted once it commits.
   struct CommitNotes {
     std::vector<int64_t> seqs;
     std::vector<Claim> claims;
     std::vector<RowKey> intents, removals;
+    std::vector<Manifest> created;
     void merge(CommitNotes&& other);
   };
-  // A batch handed to a target, until it closes (FAN-20).
+  // A batch handed to a target, until it closes (FAN-20, FAN-21).
   struct Batch {
-    std::set<std::pair<std::string, int64_t>> rows;  // (row id, attempt)
-    bool autoAcked = false;                          // an ackOnReturn removal happened for it
+    std::map<std::pair<std::string, int64_t>, std::string> rows;  // (row id, attempt) -> delivery identity
+    int64_t handedAt = 0;
+    bool autoAcked = false;  // an ackOnReturn removal happened for it
+  };
+  // A pass of a target (FAN-15, FAN-23).
+  struct PassState {
+    std::optional<int64_t> openSince;
+    int64_t lastEnd = -1;
+    int64_t claims = 0;  // claim writes of the open pass
+  };
+  // FAN-16: the rows of other targets due when a pass of `target` began, and the targets with a pass
+  // open in that instant.
+  struct WatchedRow {
+    std::string target, id, generation;
+    int64_t attempt = 0, next = 0;
+  };
+  struct IsolationWatch {
+    std::string target;
+    int64_t began = 0;
+    std::set<std::string> openInInstant;
+    std::vector<WatchedRow> due;
+  };
+  // A row of an unconfigured target as its pass read it (FAN-18).
+  struct Unconfigured {
+    int64_t attempt = 0;
+    std::optional<std::string> error, errorName;
   };
   struct IncarnationState {
     DurableState<NoState, NoEdit, CommitNotes> commits;
-    std::map<std::string, int64_t> passClaims;  // target -> claim writes of its running pass
-    std::map<std::string, Batch> batches;       // target -> its open batch
+    std::map<std::string, PassState> passes;  // by target
+    std::vector<IsolationWatch> watches;
+    std::map<std::string, Batch> batches;     // target -> its open batch
+    std::optional<std::set<std::string>> configured;  // the targets this incarnation was built with
+    std::map<std::string, std::pair<int64_t, std::map<std::string, Unconfigured>>> unconfiguredDue;  // target -> (now, rows)
   };
   // Stored facts, at two depths: `local` (every local commit of the live incarnation) and `durable`
   // (what the next incarnation opens after a reset).
   struct Facts {
     int64_t maxSeq = -1;
     std::set<RowKey> deadLettered, removed;  // committed intents and removals
+    std::map<std::string, Manifest> live;    // key -> its live manifest
     void apply(const CommitNotes& notes);
+  };
+  // A delivery attempt whose batch timed out (FAN-21).
+  struct TimedOut {
+    int64_t at = 0, incarnation = 0;
+    bool settledBefore = false;           // a settlement called before the deadline took effect
+    std::vector<std::string> retryErrors;  // error names of the retries / intents written for it
   };
   struct ObjectState {
     Facts local, durable;
     std::map<std::string, std::set<int64_t>> claimed;    // delivery -> attempts claimed (committed)
     std::map<std::string, std::set<int64_t>> delivered;  // delivery -> attempts a target received
     std::set<std::string> inDlq;                         // deliveries the DLQ holds
-    std::map<std::pair<std::string, int64_t>, int64_t> settled;  // (delivery, attempt) -> settlements that took effect
+    std::map<std::string, std::set<std::string>> generations;  // generation -> targets, of every committed manifest
+    std::map<DeliveryAttempt, int64_t> settled;  // settlements that took effect
+    std::map<DeliveryAttempt, TimedOut> timedOut;
+    int64_t lastEnqueueAt = -1, lastRemovalAt = -1;  // commit times
   };
 
   void observe(std::string_view ev, const nlohmann::json& e) override;
@@ -99,12 +157,26 @@ class FanoutChecks final : public ObjectChecker {
   void onRemoveWrite(const nlohmann::json& e, IncarnationState& inc);
   void onReceived(const std::string& mailbox, const std::string& delivery, int64_t attempt, const char* what);
   void onStored(const nlohmann::json& e);
+  void checkIdentity(const std::string& mailbox, const std::string& delivery, const std::string& target);
   void onSettled(const nlohmann::json& e);
   void onDue(const nlohmann::json& e);
   void onDelivered(const nlohmann::json& e, IncarnationState& inc);
   void checkFirstDue(const nlohmann::json& e);
+  void checkDedup(const nlohmann::json& e, IncarnationState& inc);
+  void onPassBegin(const nlohmann::json& e, IncarnationState& inc);
+  void onPassEnd(const nlohmann::json& e, IncarnationState& inc);
+  void judgeIsolation(const nlohmann::json& e, IncarnationState& inc);
+  void onDeliver(const nlohmann::json& e, IncarnationState& inc);
+  void onUnconfiguredDue(const nlohmann::json& e, IncarnationState& inc);
+  void onPostponeWrite(const nlohmann::json& e, IncarnationState& inc);
+  void onRetryWritten(const nlohmann::json& e, IncarnationState& inc);
+  void onLoad(const nlohmann::json& e);
+  void onMemo(const nlohmann::json& e, bool computed);
+  bool configured(const IncarnationState& inc, const std::string& target) const;
+  void checkConfiguredRemoval(const nlohmann::json& e, const IncarnationState& inc, const char* what);
+  int64_t retryBoundMs() const;
   CommitNotes validated(const std::string& object, IncarnationState& inc);
-  void committed(const std::string& object, const CommitNotes& notes);
+  void committed(const std::string& object, const CommitNotes& notes, int64_t at);
   void checkRows(const std::string& object);
   IncarnationState& incarnation(const nlohmann::json& e);
   bool hasTables(const std::string& object) const;
@@ -112,7 +184,8 @@ class FanoutChecks final : public ObjectChecker {
   StoreReader reader_;
   std::optional<int64_t> maxAttempts_;
   std::optional<bool> dlq_, ackOnReturn_;
-  std::optional<int64_t> maxBatchSize_, batchDelayMs_;
+  std::optional<int64_t> maxBatchSize_, batchDelayMs_, attemptTimeoutMs_;
+  std::optional<int64_t> healedAt_;
   std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
 };

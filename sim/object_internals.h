@@ -113,10 +113,14 @@ class SimObject {
   // lost with a failed commit): it never runs again, and is deleted again (RT-12).
   std::optional<int64_t> abandoned_;
   bool alarm_running_ = false;
-  // Retry state of the occurrence that last failed (runtime.md 7.4).
-  std::optional<int64_t> retry_occurrence_;
-  AlarmRetryState retry_;
-  std::optional<int64_t> retry_at_;
+  // Retry state per stored occurrence that failed (runtime.md 7.4), by scheduled time, with its
+  // announced retry. An occurrence keeps its state while another one runs: a reset may bring the
+  // durable alarm back to it. Its success, abandonment, or a handler that replaced it ends it.
+  struct OccurrenceRetry {
+    AlarmRetryState state;
+    std::optional<int64_t> at;
+  };
+  std::map<int64_t, OccurrenceRetry> retries_;
   TimerId code_update_timer_ = kNoTimer;
   StreamId jitter_stream_, fault_detail_stream_;
 };

@@ -139,7 +139,8 @@ void SimObject::schedule_code_update() {
 std::optional<int64_t> SimObject::desired_fire(std::optional<int64_t> stored) const {
   if (!stored || stored == lost_alarm_) return std::nullopt;  // alarm.lost: silent until set again
   int64_t at = *stored;
-  if (retry_occurrence_ == stored && retry_at_) at = std::max(at, *retry_at_);
+  const auto retry = retries_.find(*stored);
+  if (retry != retries_.end() && retry->second.at) at = std::max(at, *retry->second.at);
   else if (early_ && early_->stored == *stored) at = std::min(at, early_->at);
   else if (runtime_.world().mutants().alarm_fires_early) at -= kEarlyFireMs;
   if (late_ && late_->stored == *stored) at = std::max(at, late_->at);
@@ -233,7 +234,8 @@ void SimObject::manager_fire() {
   late_.reset();
   AlarmInvocationInfo info;
   info.scheduledTime = *stored;
-  info.retryCount = retry_occurrence_ == stored ? retry_.counted : 0;
+  const auto retry = retries_.find(*stored);
+  info.retryCount = retry != retries_.end() ? retry->second.state.counted : 0;
   info.isRetry = info.retryCount > 0;
   if (runtime_.faults().fires(FaultKind::alarm_infra_failure, site)) {
     world.emit("alarm.infra_failure", {{"object", label_}, {"scheduled", *stored}});
@@ -261,8 +263,7 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
   World& world = runtime_.world();
   const std::optional<int64_t> stored = store_.get_alarm();
   if (!failure) {
-    retry_occurrence_.reset();
-    retry_at_.reset();
+    retries_.erase(scheduled);
     world.emit("alarm.success", {{"object", label_}, {"scheduled", scheduled}});
     if (runtime_.faults().fires(FaultKind::alarm_duplicate, FaultSite{label_, live_ ? live_->number() : 0, "success"})) {
       // A recoverable fault never runs a handler early (RT-03): the duplicate of a run that
@@ -278,42 +279,37 @@ void SimObject::alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> fai
   }
   if (stored != scheduled) {
     // The handler set or deleted the alarm: the new state takes precedence over the retry.
-    retry_occurrence_.reset();
-    retry_at_.reset();
+    retries_.erase(scheduled);
     world.emit("alarm.failure", {{"object", label_}, {"scheduled", scheduled}, {"superseded", true}});
     arm_manager(desired_fire(stored));
     return;
   }
-  if (retry_occurrence_ != scheduled) {
-    retry_occurrence_ = scheduled;
-    retry_ = AlarmRetryState{};
-  }
+  OccurrenceRetry& retry = retries_[scheduled];
   // sim.mutant.alarm_retry_off_by_one: one counted retry more than runtime.md 7.4 allows (RT-12).
   const int64_t max_counted_retries = kAlarmMaxCountedRetries + (world.mutants().alarm_retry_off_by_one ? 1 : 0);
-  const RetryDecision decision = on_alarm_failure(retry_, *failure, max_counted_retries);
+  const RetryDecision decision = on_alarm_failure(retry.state, *failure, max_counted_retries);
   if (decision.abandoned) {
     world.emit("alarm.failure", {{"object", label_},
                                  {"scheduled", scheduled},
                                  {"counted", true},
-                                 {"retryCount", retry_.counted},
+                                 {"retryCount", retry.state.counted},
                                  {"abandoned", true}});
-    retry_occurrence_.reset();
-    retry_at_.reset();
+    retries_.erase(scheduled);
     arm_manager(std::nullopt);
     abandoned_ = scheduled;
     delete_abandoned(scheduled);
     return;
   }
   const int64_t jitter = world.random().between(jitter_stream_, 0, decision.max_jitter);
-  retry_at_ = world.now() + decision.delay + jitter;
+  retry.at = world.now() + decision.delay + jitter;
   world.emit("alarm.failure", {{"object", label_},
                                {"scheduled", scheduled},
                                {"counted", *failure == AlarmFailure::counted},
-                               {"retryCount", retry_.counted},
+                               {"retryCount", retry.state.counted},
                                {"delay", decision.delay},
                                {"jitter", jitter},
-                               {"next", *retry_at_}});
-  arm_manager(retry_at_);
+                               {"next", *retry.at}});
+  arm_manager(retry.at);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ Checked run(Mutation mutation = {}) { return mutated::runMutated("fanout", {{"FA
 TEST(FanoutChecks, TheUnmutatedStreamPassesEveryCheck) {
   const Checked checked = run();
   EXPECT_EQ(checked.tallies.violations(), 0u) << checked.examples();
-  for (const char* id : {"FAN-02", "FAN-05", "FAN-06", "FAN-07", "FAN-08", "FAN-09", "FAN-10", "FAN-14", "FAN-15", "FAN-17", "FAN-19",
-                         "FAN-22", "FAN-23", "FAN-25", "FAN-26"})
-    EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id;
+  for (const char* id : {"FAN-02", "FAN-03", "FAN-05", "FAN-06", "FAN-07", "FAN-08", "FAN-09", "FAN-10", "FAN-13", "FAN-14", "FAN-15",
+                         "FAN-16", "FAN-17", "FAN-19", "FAN-21", "FAN-22", "FAN-23", "FAN-24", "FAN-25", "FAN-26"})
+    EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id << " was never checked";
 }
 
 struct Case {
@@ -59,6 +59,8 @@ const Case kCases[] = {
     {"SeqReused", {"fan.enqueue.write", 1, reuseSeq}, "FAN-05"},
     {"ConsumerReceivesAnUnclaimedAttempt", {"app.fan.consume", 0, unclaimedAttempt}, "FAN-06"},
     {"StorageWriteOfAnUnknownIdentity", {"app.fan.stored", 0, foreignIdentity}, "FAN-19"},
+    // A delivery identity of one target received by another.
+    {"ConsumerReceivesAnotherTargetsIdentity", {"app.fan.consume", 0, [](json& e) { e["target"] = "archive"; }}, "FAN-19"},
     // The same delivery handed to the consumer under more attempt numbers than maxAttempts allows.
     {"MoreAttemptsThanTheBound", {"app.fan.consume", 0, [](json& e) { e["attempt"] = 99; }}, "FAN-07"},
     // A pass of a target begun while it runs already.
@@ -71,6 +73,10 @@ const Case kCases[] = {
     {"FirstDueOffTheBatchWindow", {"fan.enqueue.write", 0, [](json& e) { e["at"] = e["at"].get<int64_t>() - 1'000'000; }}, "FAN-17"},
     // One delivery attempt settled twice.
     {"SettledTwice", {"app.fan.settle", 0, [](json& e) { e["result"] = "ok"; e["second"] = false; }, 2}, "FAN-09"},
+    // A memoize that returned another value than its memo holds.
+    {"MemoizeReturnsAnotherValue", {"app.fan.memo", 1, [](json& e) { e["value"] = -1; }}, "FAN-24"},
+    // A delivery's memoized step computed again once its memo is stored.
+    {"MemoizedStepComputedAgain", {"app.fan.memo", 0, [](json& e) { e["ev"] = "app.fan.memo.compute"; }}, "FAN-24"},
     // A malformed probe is a violation, not a crash.
     {"MalformedClaim", {"fan.claim.write", 0, [](json& e) { e.erase("target"); }}, "FAN-06"},
 };
@@ -108,10 +114,17 @@ class StreamRig {
        incarnation);
   }
   void intent() { of("fan.dead.intent.write", {{"row", kRow}, {"generation", "g"}, {"attempt", 1}, {"reason", "explicit"}, {"at", 0}, {"error", nullptr}, {"matched", true}}); }
-  void enqueue(int64_t seq, int64_t incarnation = 1) {
-    of("fan.enqueue.write", {{"messages", json::array({{{"key", "k"}, {"hit", false}, {"seq", seq}}})}, {"at", 0}, {"firstAttemptAt", 0}},
-       incarnation);
+  // A message under `key` with body `payload`: new (generation "g<seq>") or, with `hit`, taken for
+  // a duplicate of the live one.
+  void enqueue(int64_t seq, int64_t incarnation = 1, const std::string& key = "k", const std::string& payload = "p", bool hit = false) {
+    json m = {{"key", key}, {"id", key}, {"payload", payload}, {"targets", json::array({"consumer"})}, {"hit", hit}};
+    if (!hit) {
+      m["seq"] = seq;
+      m["generation"] = "g" + std::to_string(seq);
+    }
+    of("fan.enqueue.write", {{"messages", json::array({m})}, {"at", 0}, {"firstAttemptAt", 0}}, incarnation);
   }
+  void finish() { checks_.finish(); }
   uint64_t violations(const std::string& id) const {
     const auto& tallies = checks_.tallies().by_id();
     return tallies.count(id) ? tallies.at(id).violated : 0;
@@ -187,9 +200,9 @@ TEST(FanoutChecksStream, DeadLetterWritesWithoutADlqViolateFan12) {
 TEST(FanoutChecksStream, AnExhaustedDeadLetterBelowMaxAttemptsViolatesFan22) {
   StreamRig rig;
   rig.config({{"dlq", true}, {"maxAttempts", 3}});
-  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"attempts", 2}, {"reason", "exhausted"}, {"created", true}});
+  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"target", "consumer"}, {"attempts", 2}, {"reason", "exhausted"}, {"created", true}});
   EXPECT_EQ(rig.violations("FAN-22"), 1u);
-  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"attempts", 3}, {"reason", "exhausted"}, {"created", false}});
+  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"target", "consumer"}, {"attempts", 3}, {"reason", "exhausted"}, {"created", false}});
   EXPECT_EQ(rig.violations("FAN-22"), 1u);
 }
 
@@ -218,8 +231,90 @@ TEST(FanoutChecksStream, ASeqThatVanishedWithAResetMayBeReusedButNotACommittedOn
   rig.enqueue(0, 2);
   EXPECT_EQ(rig.violations("FAN-05"), 0u) << "the first seq 0 never became durable";
   rig.commit(2);
-  rig.enqueue(0, 2);
+  rig.enqueue(0, 2, "k2");
   EXPECT_EQ(rig.violations("FAN-05"), 1u);
+}
+
+TEST(FanoutChecksStream, DedupAgainstTheLiveManifestIsFan03) {
+  StreamRig rig;
+  rig.enqueue(0);
+  rig.commit();
+  rig.enqueue(1, 1, "k", "p", /*hit=*/true);
+  EXPECT_EQ(rig.violations("FAN-03"), 0u) << "the same work under a live key is a duplicate";
+  rig.enqueue(1, 1, "k", "other", /*hit=*/true);
+  EXPECT_EQ(rig.violations("FAN-03"), 1u) << "other work under a live key taken for a duplicate";
+  rig.enqueue(1, 1, "k", "p", /*hit=*/false);
+  EXPECT_EQ(rig.violations("FAN-03"), 2u) << "a second manifest under a live key";
+  rig.enqueue(2, 1, "unknown", "p", /*hit=*/true);
+  EXPECT_EQ(rig.violations("FAN-03"), 3u) << "a duplicate of nothing live";
+}
+
+TEST(FanoutChecksStream, AManifestWhoseRowsAreAllRemovedIsNoLongerLive) {
+  StreamRig rig;
+  rig.enqueue(0);
+  rig.commit();
+  rig.of("fan.ack.write", {{"row", StreamRig::kRow}, {"generation", "g0"}, {"attempt", 1}, {"how", "ack"}, {"matched", true}});
+  rig.commit();
+  rig.enqueue(1, 1, "k", "other");
+  EXPECT_EQ(rig.violations("FAN-03"), 0u) << "the key is free again once its only row is removed";
+}
+
+TEST(FanoutChecksStream, AnIncarnationWithoutATargetNeitherClaimsNorRemovesItsRowsFan18) {
+  StreamRig rig;
+  rig.of("app.fan.targets", {{"mailbox", "Mailbox/a"}, {"targets", json::array({"archive"})}});
+  rig.claim(1);
+  EXPECT_EQ(rig.violations("FAN-18"), 1u);
+  rig.of("fan.ack.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", 1}, {"how", "ack"}, {"matched", true}});
+  EXPECT_EQ(rig.violations("FAN-18"), 2u);
+  rig.of("fan.postpone.write", {{"target", "archive"}, {"rows", json::array()}, {"until", 0}});
+  EXPECT_EQ(rig.violations("FAN-18"), 3u) << "rows of a configured target are never postponed";
+  rig.of("app.fan.targets", {{"mailbox", "Mailbox/a"}, {"targets", json::array({"archive", "consumer"})}}, 2);
+  rig.claim(2, 2);
+  EXPECT_EQ(rig.violations("FAN-18"), 3u) << "the next incarnation has the target again";
+}
+
+TEST(FanoutChecksStream, ABatchClosesAtItsDeadlineAndNothingSettlesAfterItFan21) {
+  StreamRig rig;
+  rig.config({{"attemptTimeoutMs", 100}});
+  const std::string delivery = R"(["g","consumer"])";
+  rig.of("fan.deliver", {{"target", "consumer"}, {"deliveries", json::array({{{"row", StreamRig::kRow}, {"delivery", delivery}, {"attempt", 1}}})}});
+  rig.of("fan.delivered", {{"target", "consumer"}, {"failed", true}, {"threw", false}, {"timedOut", true}});
+  EXPECT_EQ(rig.violations("FAN-21"), 1u) << "timed out one tick after it was handed out, not at its deadline";
+  rig.of("app.fan.settle", {{"mailbox", "Mailbox/a"}, {"delivery", delivery}, {"attempt", 1}, {"action", "ack"}, {"second", false},
+                            {"calledAt", 1'000}, {"result", "ok"}});
+  EXPECT_EQ(rig.violations("FAN-21"), 2u) << "an ack called after the timeout took effect";
+  rig.of("fan.deliver", {{"target", "consumer"}, {"deliveries", json::array({{{"row", StreamRig::kRow}, {"delivery", delivery}, {"attempt", 2}}})}});
+  rig.of("fan.delivered", {{"target", "consumer"}, {"failed", false}, {"threw", false}, {"timedOut", false}});
+  EXPECT_EQ(rig.violations("FAN-21"), 2u) << "closed in time";
+}
+
+TEST(FanoutChecksStream, AnUnsettledTimedOutAttemptIsRetriedWithFanoutTimeoutErrorFan21) {
+  StreamRig rig;
+  rig.config({{"attemptTimeoutMs", 1}});
+  const std::string delivery = R"(["g","consumer"])";
+  auto timeOut = [&](int64_t attempt) {
+    rig.of("fan.deliver", {{"target", "consumer"}, {"deliveries", json::array({{{"row", StreamRig::kRow}, {"delivery", delivery}, {"attempt", attempt}}})}});
+    rig.of("fan.delivered", {{"target", "consumer"}, {"failed", true}, {"threw", false}, {"timedOut", true}});
+  };
+  auto retried = [&](int64_t attempt, const char* error) {
+    rig.of("fan.retry.write", {{"row", StreamRig::kRow}, {"generation", "g"}, {"attempt", attempt}, {"next", 0},
+                               {"error", {{"name", error}, {"message", "m"}}}, {"matched", true}});
+  };
+  timeOut(1);
+  retried(1, "FanoutTimeoutError");
+  timeOut(2);
+  retried(2, "Retry");  // the consumer's own retry
+  timeOut(3);
+  retried(3, "Error");
+  rig.finish();
+  EXPECT_EQ(rig.violations("FAN-21"), 1u);
+}
+
+TEST(FanoutChecksStream, ALoadSnapshotCountsTheStoredRowsFan13) {
+  mutated::Checked checked = mutated::runMutated("fanout", {{"FAN", "Mailbox"}}, kSeed,
+                                                 {"app.fan.load", 2, [](json& e) { e["pendingDeliveries"] = e["pendingDeliveries"].get<int64_t>() + 1; }});
+  ASSERT_TRUE(checked.applied);
+  EXPECT_GT(checked.violations("FAN-13"), 0u) << checked.examples();
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // are on. Each seed draws the mailbox options and states them in its "workload.config" event.
 // Producers send some invalid batches (no target, an unknown target, an empty id), which must be
 // rejected definitely (FAN-01, checked here on the answers), and some that reuse an earlier
-// message's key with another body (rejected while that message is live, FAN-03).
+// message's key with another body (rejected while that message is live, FAN-03). In a third of the
+// seeds some Mailbox incarnations before heal are built without the archive target (FAN-18).
 #include "workloads/fanout_workload.h"
 
 #include <algorithm>
@@ -33,6 +34,8 @@ constexpr int64_t kMaxThinkMs = 5'000;
 constexpr int64_t kMaxPadBytes = 100;
 constexpr uint32_t kInvalidBatchPpm = 50'000;  // 5% of batches are invalid
 constexpr uint32_t kReusedKeyPpm = 80'000;     // 8% of messages reuse an earlier key with another body
+constexpr uint32_t kTargetChurnSeedPpm = 333'333;  // a third of the seeds deploy code without the archive now and then
+constexpr uint32_t kArchiveMissingPpm = 400'000;   // ... in 40% of their incarnations before heal
 constexpr Backoff kPushBackoff{500, 20'000};
 constexpr int64_t kPushTimeoutMs = 30'000;
 constexpr int64_t kRedriveEveryMs = 40'000, kRedriveLimit = 5;
@@ -83,10 +86,13 @@ class FanoutWorkload final : public Workload {
     stated["alarmHandoffMs"] = config_.scheduler.alarmHandoffMs;
     world.emit("workload.config", std::move(stated));
 
+    targetsStream_ = world.random().stream("workload.fanout.targets");
+    targetChurn_ = world.random().chance(targetsStream_, kTargetChurnSeedPpm);
+
     runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults);
     sim::FaultInjector* injector = &faults;
-    const MailboxConfig config = config_;
-    runtime_->define_class(Mailbox::kClass, [config, injector](ObjectContext& ctx) { return std::make_unique<Mailbox>(ctx, config, injector); });
+    runtime_->define_class(Mailbox::kClass,
+                           [this, injector](ObjectContext& ctx) { return std::make_unique<Mailbox>(ctx, incarnationConfig(), injector); });
     const int64_t hangMs = config_.attemptTimeoutMs + 5'000;
     runtime_->define_class(FanoutConsumer::kClass, [hangMs](ObjectContext& ctx) { return std::make_unique<FanoutConsumer>(ctx, hangMs); });
     client_ = std::make_unique<ObjectClient>(world, runtime_->client(Mailbox::kClass), kPlainCallStyle);
@@ -138,6 +144,15 @@ class FanoutWorkload final : public Workload {
   template <std::size_t N>
   int64_t pick(const int64_t (&choices)[N]) {
     return choices[draw(0, static_cast<int64_t>(N) - 1)];
+  }
+
+  // The configuration a new Mailbox incarnation is built with: while faults are on, in seeds with
+  // target churn, some incarnations run code without the archive target (FAN-18); after heal every
+  // one has it again, so its postponed rows are delivered.
+  MailboxConfig incarnationConfig() {
+    MailboxConfig config = config_;
+    config.withArchive = !targetChurn_ || healed_ || !world_->random().chance(targetsStream_, kArchiveMissingPpm);
+    return config;
   }
 
   // Mailboxes that still hold a delivery row, a pending named alarm or a stored alarm.
@@ -270,7 +285,8 @@ class FanoutWorkload final : public Workload {
   }
 
   sim::World* world_ = nullptr;
-  sim::StreamId stream_;
+  sim::StreamId stream_, targetsStream_;
+  bool targetChurn_ = false;
   MailboxConfig config_;
   int64_t mailboxes_ = 0, producers_ = 0, ops_ = 0;
   std::unique_ptr<sim::ObjectRuntime> runtime_;

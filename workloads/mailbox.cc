@@ -13,6 +13,7 @@ namespace {
 
 constexpr int64_t kHangMinMs = 1'000, kHangMaxMs = 60'000;  // workload.handler_hang before forwarding
 constexpr int64_t kMaxRetryDelayMs = 3'000;
+constexpr char kRouteStep[] = "route";
 
 nlohmann::json storedJson(const StoredMessage& m) {
   nlohmann::json j = {{"id", m.id},           {"messageId", m.messageId}, {"target", m.target}, {"body", m.body},
@@ -54,6 +55,10 @@ Mailbox::Mailbox(ObjectContext& ctx, const MailboxConfig& config, sim::FaultInje
     alarms_ = std::make_unique<DurabilityAlarms>(scheduler_, std::move(alarms));
   }
   fanout_ = std::make_unique<DurabilityFanout>(scheduler_, options());
+  nlohmann::json targets = nlohmann::json::array();
+  if (config_.withArchive) targets.push_back(kArchiveTarget);
+  targets.push_back(kConsumerTarget);
+  ctx_.probe(fanout_events::kAppTargets, {{"mailbox", label()}, {"targets", std::move(targets)}});
 }
 
 FanoutOptions Mailbox::options() {
@@ -62,9 +67,11 @@ FanoutOptions Mailbox::options() {
   consumer.deliver = [this](std::vector<FanoutMessage> messages) { return deliver(std::move(messages)); };
   consumer.ackOnReturn = config_.ackOnReturn;
   o.targets[kConsumerTarget] = consumer;
-  FanoutTarget archive;
-  archive.storage = [this](const StoredMessage& m) { return store(kArchiveBucket, m); };
-  o.targets[kArchiveTarget] = archive;
+  if (config_.withArchive) {
+    FanoutTarget archive;
+    archive.storage = [this](const StoredMessage& m) { return store(kArchiveBucket, m); };
+    o.targets[kArchiveTarget] = archive;
+  }
   if (config_.withDlq) o.dlq = [this](const StoredMessage& m) { return store(kDeadLetterBucket, m); };
   o.maxBatchSize = config_.maxBatchSize;
   o.batchDelayMs = config_.batchDelayMs;
@@ -91,6 +98,7 @@ Task<nlohmann::json> Mailbox::call(std::string_view method, const nlohmann::json
   }
   if (method == "ping") {
     const LoadSnapshot load = co_await fanout_->load();
+    reportLoad(load);
     co_return toJson(EnqueueResult<std::vector<std::string>>::ok({}, load));
   }
   throw std::invalid_argument("Mailbox has no method " + std::string(method));
@@ -109,7 +117,13 @@ Task<nlohmann::json> Mailbox::enqueue(nlohmann::json args) {
   if (args.contains("targets")) options.targets = args.at("targets").get<std::vector<std::string>>();
   Task<EnqueueResult<std::vector<std::string>>> enqueuing = fanout_->enqueue(std::move(inputs), std::move(options));
   const EnqueueResult<std::vector<std::string>> result = co_await enqueuing;
+  reportLoad(result.load);
   co_return toJson(result);
+}
+
+// What a client reads of the pending deliveries (FAN-13), reported as it is answered.
+void Mailbox::reportLoad(const LoadSnapshot& load) {
+  ctx_.probe(fanout_events::kAppLoad, {{"mailbox", label()}, {"pendingDeliveries", load.outbound.pendingDeliveries}});
 }
 
 // fanout.md 3, "Redrive": the application walks its own DLQ entries.
@@ -148,7 +162,11 @@ Task<nlohmann::json> Mailbox::redrive(int64_t limit) {
 Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
   co_await misbehave("fanout.deliver");
   nlohmann::json batch = nlohmann::json::array();
-  for (const FanoutMessage& m : messages) batch.push_back({{"deliveryId", m.deliveryId}, {"id", m.id}, {"attempt", m.attempt}});
+  for (const FanoutMessage& m : messages) {
+    Task<nlohmann::json> routing = routeToken(m);
+    const nlohmann::json token = co_await routing;
+    batch.push_back({{"deliveryId", m.deliveryId}, {"id", m.id}, {"attempt", m.attempt}, {"token", token}});
+  }
   Stub consumer = ctx_.objects(FanoutConsumer::kClass).get(FanoutConsumer::kName);
   Task<nlohmann::json> calling =
       consumer.call("consume", nlohmann::json{{"mailbox", label()}, {"target", kConsumerTarget}, {"messages", batch}});
@@ -160,12 +178,30 @@ Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
   }
 }
 
+// A step whose result must not change across attempts of one delivery (FAN-24): computed once,
+// then read back from the memo.
+Task<nlohmann::json> Mailbox::routeToken(FanoutMessage message) {
+  const nlohmann::json identity = {{"mailbox", label()}, {"delivery", message.deliveryId}, {"attempt", message.attempt}, {"step", kRouteStep}};
+  Task<nlohmann::json> memoizing = message.memoize(kRouteStep, [this, identity]() -> Task<nlohmann::json> {
+    nlohmann::json computed = identity;
+    computed["value"] = static_cast<int64_t>(ctx_.random.random() * 1e9);
+    ctx_.probe(fanout_events::kAppMemoCompute, computed);
+    co_return computed.at("value");
+  });
+  const nlohmann::json token = co_await memoizing;
+  nlohmann::json returned = identity;
+  returned["value"] = token;
+  ctx_.probe(fanout_events::kAppMemo, std::move(returned));
+  co_return token;
+}
+
 // Applies one decision of the consumer (and, when it says so, a second call, which must fail).
 Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision) {
   const std::string action = decision.at("action").get<std::string>();
   if (action == "none") co_return;
   const int calls = decision.value("again", false) ? 2 : 1;
   for (int call = 0; call < calls; ++call) {
+    const int64_t calledAt = ctx_.clock.now();
     std::exception_ptr error;
     try {
       if (action == "ack") {
@@ -180,7 +216,8 @@ Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision) {
       error = std::current_exception();  // a refused settlement: FanoutSettlementError or RangeError
     }
     nlohmann::json reported = {{"mailbox", label()}, {"delivery", message.deliveryId}, {"attempt", message.attempt},
-                               {"action", action},   {"second", call == 1},            {"result", resultOf(error)}};
+                               {"action", action},   {"second", call == 1},            {"calledAt", calledAt},
+                               {"result", resultOf(error)}};
     if (action == "retry") reported["delayMs"] = decision.at("delayMs");
     ctx_.probe(fanout_events::kAppSettle, std::move(reported));
   }
@@ -193,8 +230,9 @@ Task<void> Mailbox::store(const char* bucket, StoredMessage message) {
   const std::string key = storedKey(label(), message.id);
   Task<std::optional<ColdObject>> putting = ctx_.bucket(bucket).put(key, storedJson(message).dump(), options);
   const std::optional<ColdObject> created = co_await putting;
-  nlohmann::json reported = {{"mailbox", label()}, {"bucket", bucket}, {"key", key}, {"delivery", message.id},
-                             {"created", created.has_value()}, {"attempts", message.attempts}};
+  nlohmann::json reported = {{"mailbox", label()}, {"bucket", bucket},        {"key", key},
+                             {"delivery", message.id}, {"target", message.target}, {"created", created.has_value()},
+                             {"attempts", message.attempts}};
   if (message.failure) reported["reason"] = message.failure->reason;
   ctx_.probe(fanout_events::kAppStored, std::move(reported));
 }

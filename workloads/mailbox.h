@@ -4,8 +4,12 @@
 // target writing create-only into the cold bucket kArchiveBucket; its DLQ writes create-only into
 // kDeadLetterBucket. Cold keys are "<mailbox label>/<delivery id>": a rewrite of one delivery finds
 // its entry and leaves it. Some seeds attach named alarms beside the fanout (a second participant
-// kind on one scheduler). Before it forwards a batch, workload.handler_throw / handler_hang may fail
-// or stall the call (runtime.md 11.2).
+// kind on one scheduler). An incarnation may be built without the archive target (a deployment that
+// removed it, fanout.md 4.4); it states its targets in "app.fan.targets". Before it forwards a batch,
+// workload.handler_throw / handler_hang may fail or stall the call (runtime.md 11.2); then it takes a
+// routing token per message through `memoize` (step "route", reported as "app.fan.memo.compute" when
+// computed and "app.fan.memo" when returned) and sends it with the message. Every load snapshot it
+// answers with is reported ("app.fan.load").
 // RPC methods: enqueue {messages: [{id?, key?, body}], targets?} (the EnqueueResult envelope of
 // workloads/envelope.h), redrive {limit} (application redrive of its own DLQ entries: re-enqueue for
 // the entry's target under the entry's id as key, remove the entry only after success), schedule
@@ -44,6 +48,7 @@ struct MailboxConfig {
   bool ackOnReturn = false;
   bool withDlq = true;
   bool withAlarms = false;
+  bool withArchive = true;  // false: this incarnation's code has no archive target
   int64_t maxBatchSize = kDefaultFanoutBatchSize;
   int64_t batchDelayMs = 0;
   int64_t attemptTimeoutMs = 20'000;
@@ -72,6 +77,8 @@ class Mailbox final : public DurableObject {
   Task<void> settle(FanoutMessage message, nlohmann::json decision);
   Task<void> store(const char* bucket, StoredMessage message);
   Task<nlohmann::json> enqueue(nlohmann::json args);
+  Task<nlohmann::json> routeToken(FanoutMessage message);
+  void reportLoad(const LoadSnapshot& load);
   Task<nlohmann::json> redrive(int64_t limit);
   Task<void> misbehave(const char* point);
   std::string label() const { return ctx_.id.first + "/" + ctx_.id.second; }
