@@ -263,7 +263,8 @@ void FanoutChecks::checkRows(const std::string& object) {
   }
   const std::optional<std::string> fault = model::FanoutModel::accounting(manifests, deliveries);
   const bool foreignTarget = fault && fault->find("not among its targets") != std::string::npos;
-  tallies_.check(foreignTarget ? "FAN-04" : "FAN-02", !fault, [&] { return object + ": " + *fault; });
+  tallies_.check("FAN-02", !fault || foreignTarget, [&] { return object + ": " + *fault; });
+  tallies_.check("FAN-04", !foreignTarget, [&] { return object + ": " + *fault; });
   if (!reader_.hasTable(object, DURASIM_FANOUT_MEMOS)) return;
   // FAN-24: no memo row outlives its delivery row.
   const std::optional<SqlRow> orphan =
@@ -329,7 +330,9 @@ void FanoutChecks::checkDedup(const json& e, IncarnationState& inc) {
 
 // FAN-15: one pass per target at a time. FAN-16: the runDue that begins a pass begins one for every
 // target with rows in the same instant (or finds it running); so watch the rows of the other
-// targets that are due now, and which targets have a pass open in this instant.
+// targets that were due before this instant (a row written in this instant may postdate the
+// runDue's reading of the targets: its own enqueue's pass takes it up), and which targets have a
+// pass open in this instant.
 void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const std::string target = text(e, "target");
@@ -344,7 +347,7 @@ void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
   for (const auto& [other, state] : inc.passes)
     if (state.openSince) watch.openInInstant.insert(other);
   for (const SqlRow& r : reader_(object, "SELECT target_id, id, generation_id, attempt, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES
-                                         " WHERE target_id <> ? AND next_attempt_at <= ?",
+                                         " WHERE target_id <> ? AND next_attempt_at < ?",
                                  {target, now})
                              .toVector()) {
     // A row that came due while a pass of its own target ran waits for that target's next pass,
@@ -710,14 +713,15 @@ void FanoutChecks::finish() {
           return object + " retried " + attempt.first + " attempt " + str(attempt.second) + ", unsettled when it timed out, with " + name;
         });
     }
+    if (healedAt_ && maxAttempts_ && attemptTimeoutMs_) {
+      const int64_t from = std::max(*healedAt_, obj.lastEnqueueAt);
+      tallies_.check("FAN-26", obj.lastRemovalAt <= from + retryBoundMs(), [&] {
+        return object + " removed its last delivery at " + str(obj.lastRemovalAt) + ", later than " + str(retryBoundMs()) + " ms after " + str(from);
+      });
+    }
     if (!hasTables(object)) continue;
     const int64_t left = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
     tallies_.check("FAN-26", left == 0, [&] { return object + " still holds " + str(left) + " deliveries after heal"; });
-    if (!healedAt_ || !maxAttempts_ || !attemptTimeoutMs_) continue;
-    const int64_t from = std::max(*healedAt_, obj.lastEnqueueAt);
-    tallies_.check("FAN-26", obj.lastRemovalAt <= from + retryBoundMs(), [&] {
-      return object + " removed its last delivery at " + str(obj.lastRemovalAt) + ", later than " + str(retryBoundMs()) + " ms after " + str(from);
-    });
   }
 }
 
