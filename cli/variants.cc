@@ -41,12 +41,6 @@ VariantInfo exercised_with(VariantInfo info, std::string_view faults, nlohmann::
   return info;
 }
 
-VariantInfo unreachable(VariantInfo info, std::string_view why) {
-  info.workload = "";
-  info.why_unreachable = why;
-  return info;
-}
-
 std::vector<VariantInfo> make_registry() {
   return {
       // ---- Engine flags (hazards.md)

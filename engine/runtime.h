@@ -164,6 +164,9 @@ class StorageTxn {
   virtual void deleteAlarm() = 0;
   // Runs inside the transaction after the body, before it is released; may write.
   virtual void beforeCommit(std::function<void(StorageTxn&)> hook) = 0;
+  // beforeCommit, unless a hook with the same `key` is already registered on this transaction (a
+  // request made once per transaction, whoever asks first).
+  virtual void beforeCommitOnce(std::string_view key, std::function<void(StorageTxn&)> hook) = 0;
   // Runs once the commit holding this transaction is confirmed; dropped if it never is.
   virtual void afterCommit(std::function<void()> hook) = 0;
 };

@@ -131,19 +131,16 @@ bool Engine::hasParticipant(std::string_view kind) const {
 // ---------------------------------------------------------------------------------------------
 // Reconciliation (scheduler.md 3.2)
 
-void EngineTxn::reconcile() {
-  if (requested_) return;
-  requested_ = true;
-  engine_.requestReconcile(sql, kind_);
-}
+void EngineTxn::reconcile() { engine_.requestReconcile(sql, kind_); }
 
 void Engine::reconcileWithin(StorageTxn& applicationTxn, std::string kind) {
   ++stateChanges_;
   requestReconcile(applicationTxn, kind);
 }
 
+// Once per transaction (scheduler.md 3.2): later requests on the same transaction are no-ops.
 void Engine::requestReconcile(StorageTxn& txn, const std::string& kind) {
-  txn.beforeCommit([this, kind](StorageTxn& hookTxn) { reconcileNow(hookTxn, kind); });
+  txn.beforeCommitOnce("durability.reconcile", [this, kind](StorageTxn& hookTxn) { reconcileNow(hookTxn, kind); });
 }
 
 void Engine::reconcileNow(StorageTxn& txn, const std::string& kind) {

@@ -74,7 +74,6 @@ class EngineTxn {
   EngineTxn(StorageTxn& txn, Engine& engine, std::string kind) : sql(txn), engine_(engine), kind_(std::move(kind)) {}
   Engine& engine_;
   std::string kind_;  // the requesting participant (used by the reconcile_own_kind_only variant)
-  bool requested_ = false;
 };
 
 class Engine {

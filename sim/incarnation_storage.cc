@@ -98,7 +98,7 @@ void IncarnationStorage::runTransaction(const std::function<void(StorageTxn&)>& 
   try {
     body(*this);
     // beforeCommit hooks run inside the savepoint, after the body; they may add more hooks.
-    for (std::size_t i = 0; i < before_commit_.back().size(); ++i) before_commit_.back()[i](*this);
+    for (std::size_t i = 0; i < before_commit_.back().hooks.size(); ++i) before_commit_.back().hooks[i](*this);
   } catch (...) {
     if (owner_.poison || !owner_.alive()) throw;  // a critical error already rolled everything back
     store.savepoint_rollback();
@@ -118,7 +118,12 @@ void IncarnationStorage::runTransaction(const std::function<void(StorageTxn&)>& 
 
 void IncarnationStorage::beforeCommit(std::function<void(StorageTxn&)> hook) {
   if (before_commit_.empty()) throw TypeError("beforeCommit() is only available inside a transaction");
-  before_commit_.back().push_back(std::move(hook));
+  before_commit_.back().hooks.push_back(std::move(hook));
+}
+
+void IncarnationStorage::beforeCommitOnce(std::string_view key, std::function<void(StorageTxn&)> hook) {
+  if (before_commit_.empty()) throw TypeError("beforeCommit() is only available inside a transaction");
+  if (before_commit_.back().keys.emplace(key).second) before_commit_.back().hooks.push_back(std::move(hook));
 }
 
 void IncarnationStorage::afterCommit(std::function<void()> hook) {

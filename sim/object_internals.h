@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,7 @@ class IncarnationStorage final : public ObjectStorage, public StorageTxn {
   void deleteAll() override;
   int64_t databaseSize() const override;
   void beforeCommit(std::function<void(StorageTxn&)> hook) override;
+  void beforeCommitOnce(std::string_view key, std::function<void(StorageTxn&)> hook) override;
   void afterCommit(std::function<void()> hook) override;
 
  protected:
@@ -154,7 +156,11 @@ class IncarnationStorage final : public ObjectStorage, public StorageTxn {
   Incarnation& owner_;
   int savepoint_depth_ = 0;
   bool open_before_statement_ = false;  // whether an implicit transaction was open when exec began
-  std::vector<std::vector<std::function<void(StorageTxn&)>>> before_commit_;  // per savepoint level
+  struct BeforeCommit {
+    std::vector<std::function<void(StorageTxn&)>> hooks;
+    std::set<std::string, std::less<>> keys;  // of the hooks registered once (beforeCommitOnce)
+  };
+  std::vector<BeforeCommit> before_commit_;  // per savepoint level
   std::vector<std::vector<std::function<void()>>> after_commit_;              // per savepoint level
   std::vector<std::function<void()>> open_after_commit_;  // hooks of the open implicit transaction
 };

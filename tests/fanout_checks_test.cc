@@ -120,7 +120,9 @@ class StreamRig {
     json m = {{"key", key}, {"id", key}, {"payload", payload}, {"targets", json::array({"consumer"})}, {"hit", hit}};
     if (!hit) {
       m["seq"] = seq;
-      m["generation"] = "g" + std::to_string(seq);
+      std::string generation = "g";
+      generation += std::to_string(seq);
+      m["generation"] = generation;
     }
     of("fan.enqueue.write", {{"messages", json::array({m})}, {"at", 0}, {"firstAttemptAt", 0}}, incarnation);
   }

@@ -538,8 +538,6 @@ TEST(SchedulerReconcile, RepeatedRequestsOnOneEngineTransactionReconcileOnce) {
 }
 
 TEST(SchedulerReconcile, RepeatedReconcileWithinOneApplicationTransactionReconcilesOnce) {
-  GTEST_SKIP() << "engine bug: Engine::reconcileWithin registers a beforeCommit hook per call (scheduler.md 3.2: "
-                  "later requests on the same transaction are no-ops)";
   SchedRig rig;
   rig.env.methods["within"] = [](Host& h, const json&) -> Task<json> {
     h.env->next["alarms"] = h.ctx.clock.now() + 40'000;
