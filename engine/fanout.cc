@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "engine/background.h"
 #include "engine/conventions.h"
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
@@ -78,28 +79,6 @@ struct Finish {
   ~Finish() { run(); }
 };
 
-// Work started in the background of the incarnation, awaited with or without a deadline.
-struct Background {
-  std::shared_ptr<AsyncEvent> done;
-  std::exception_ptr error;
-};
-
-Task<void> runInto(Task<void> work, std::shared_ptr<Background> background) {
-  try {
-    co_await work;
-  } catch (...) {
-    background->error = std::current_exception();
-  }
-  background->done->set();
-}
-
-std::shared_ptr<Background> startBackground(ObjectContext& ctx, Task<void> work) {
-  auto background = std::make_shared<Background>();
-  background->done = ctx.makeEvent();
-  ctx.waitUntil(runInto(std::move(work), background));
-  return background;
-}
-
 // Owns the message for as long as the write runs (a deadline may leave it running).
 Task<void> writeMessage(MessageWrite write, StoredMessage message) {
   Task<void> writing = write(message);
@@ -147,12 +126,6 @@ struct DurabilityFanout::Row {
 };
 
 // A target's pass in this instance (fanout.md 4.1): awaited by every runDue that finds it running.
-struct DurabilityFanout::Pass {
-  std::shared_ptr<AsyncEvent> done;
-  std::exception_ptr error;
-  int64_t endedAt = 0;
-};
-
 // What the deadline of a batch and its invocation tell each other: whether the deadline passed
 // (then nothing is acknowledged on return), and whether deliver threw.
 struct DurabilityFanout::Invocation {
@@ -223,7 +196,8 @@ DurabilityFanout::DurabilityFanout(DurabilityScheduler& scheduler, FanoutOptions
       engine_(scheduler.engine()),
       options_(std::move(options)),
       perRowClaim_(variants::enabled(ctx_, variants::kFanoutPerRowClaim)),
-      routing_(options_.routing) {
+      routing_(options_.routing),
+      passes_(ctx_) {
   if (options_.maxBatchSize <= 0) throw RangeError("maxBatchSize must be a positive integer");
   if (!isSafeNonNegative(options_.batchDelayMs)) throw RangeError("batchDelayMs must be a non-negative integer");
   if (options_.targets.empty()) throw TypeError("Fanout requires at least one static target");
@@ -431,40 +405,28 @@ std::optional<int64_t> DurabilityFanout::nextPendingAt(StorageTxn& txn) {
 }
 
 Task<void> DurabilityFanout::runDue(int64_t, std::optional<AlarmInvocationInfo>) {
-  std::vector<std::shared_ptr<Pass>> passes;
+  std::vector<std::shared_ptr<PassSet::Pass>> passes;
   for (const SqlRow& r :
        ctx_.storage.exec("SELECT DISTINCT target_id FROM " DURASIM_FANOUT_DELIVERIES " ORDER BY target_id").toVector()) {
     const std::string target = r.text("target_id");
-    if (auto running = running_.find(target); running != running_.end()) {
-      passes.push_back(running->second);
-      continue;
-    }
-    auto pass = std::make_shared<Pass>();
-    pass->done = ctx_.makeEvent();
-    running_[target] = pass;
-    ctx_.waitUntil(passOf(target, pass));
-    passes.push_back(pass);
+    passes.push_back(passes_.join(target, [this, target] { return passOf(target); }));
   }
-  const Pass* first = nullptr;  // the first failure in simulated time; ties by target order
-  for (const std::shared_ptr<Pass>& pass : passes) {
-    co_await pass->done->wait();
-    if (pass->error && (!first || pass->endedAt < first->endedAt)) first = pass.get();
-  }
-  if (first) std::rethrow_exception(first->error);
+  Task<void> awaiting = PassSet::awaitAll(std::move(passes));
+  co_await awaiting;
 }
 
-Task<void> DurabilityFanout::passOf(std::string target, std::shared_ptr<Pass> pass) {
+// One pass of `target`, between its begin and end probes.
+Task<void> DurabilityFanout::passOf(std::string target) {
   ctx_.probe(fanout_events::kPassBegin, {{"target", target}});
+  std::exception_ptr error;
   try {
     Task<void> running = runTarget(target);
     co_await running;
   } catch (...) {
-    pass->error = std::current_exception();
+    error = std::current_exception();
   }
-  pass->endedAt = ctx_.clock.now();
-  ctx_.probe(fanout_events::kPassEnd, {{"target", target}, {"failed", pass->error != nullptr}});
-  if (auto it = running_.find(target); it != running_.end() && it->second == pass) running_.erase(it);
-  pass->done->set();
+  ctx_.probe(fanout_events::kPassEnd, {{"target", target}, {"failed", error != nullptr}});
+  if (error) std::rethrow_exception(error);
 }
 
 Task<void> DurabilityFanout::runTarget(std::string target) {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/background.h"
 #include "engine/errors.h"
 #include "engine/lifecycle.h"
 #include "engine/load.h"
@@ -135,12 +136,11 @@ class DurabilityFanout final : public Participant {
  private:
   friend class FanoutMessage;
   struct Row;
-  struct Pass;
   struct Resolved;
   struct Invocation;
 
   Task<void> runTarget(std::string target);
-  Task<void> passOf(std::string target, std::shared_ptr<Pass> pass);
+  Task<void> passOf(std::string target);
   Task<void> postponeRemovedTarget(const std::string& target, const std::vector<Row>& due, int64_t now);
   std::vector<Row> claim(const std::string& target, const std::vector<Row>& candidates, const Resolved& policy);
   Task<void> claimPerRow(std::string target, std::vector<Row> candidates, Resolved policy, std::vector<Row>* claimed);
@@ -181,7 +181,7 @@ class DurabilityFanout final : public Participant {
   bool perRowClaim_;  // variant fanout.per_row_claim (hazards.md H-F1)
   std::optional<RoutingLoad> ownRouting_;
   RoutingLoad* routing_;
-  std::map<std::string, std::shared_ptr<Pass>> running_;  // one pass per target (fanout.md 4.1)
+  PassSet passes_;  // one pass per target (fanout.md 4.1)
 };
 
 }  // namespace durasim

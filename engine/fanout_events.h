@@ -59,7 +59,8 @@ inline constexpr std::string_view kLoad = "fan.load";
 // attempt
 inline constexpr std::string_view kAppConsume = "app.fan.consume";
 // A settlement call of the application and how it ended: mailbox, delivery, action ("ack" |
-// "retry" | "deadLetter"), delayMs?, second (a repeated call), calledAt (when the call was made),
+// "retry" | "deadLetter"), delayMs?, second (a repeated call), sinceHandedOut (ms from the batch
+// being handed out to the call, on the caller's clock),
 // result ("ok" or the error's name)
 inline constexpr std::string_view kAppSettle = "app.fan.settle";
 // A create-only write to a cold bucket: mailbox, bucket, key, delivery, target, created, attempts,

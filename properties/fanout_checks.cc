@@ -679,10 +679,12 @@ void FanoutChecks::onSettled(const json& e) {
   if (result != "ok") return;
   const DeliveryAttempt attempt{text(e, "delivery"), num(e, "attempt")};
   if (const auto timedOut = objects_[mailbox].timedOut.find(attempt); timedOut != objects_[mailbox].timedOut.end()) {
-    const int64_t calledAt = num(e, "calledAt");
-    tallies_.check("FAN-21", calledAt <= timedOut->second.at, [&] {
-      return mailbox + " " + text(e, "action") + " of " + attempt.first + " attempt " + str(attempt.second) + " called at " + str(calledAt) +
-             " took effect after its batch timed out at " + str(timedOut->second.at);
+    // The call's delay since the batch was handed out, on the caller's clock (an incarnation's clock
+    // may be offset from the world's).
+    const int64_t since = num(e, "sinceHandedOut");
+    tallies_.check("FAN-21", since <= *attemptTimeoutMs_, [&] {
+      return mailbox + " " + text(e, "action") + " of " + attempt.first + " attempt " + str(attempt.second) + " called " + str(since) +
+             " ms after its batch was handed out took effect after the batch timed out at " + str(timedOut->second.at);
     });
     timedOut->second.settledBefore = true;
   }

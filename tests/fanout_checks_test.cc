@@ -285,7 +285,7 @@ TEST(FanoutChecksStream, ABatchClosesAtItsDeadlineAndNothingSettlesAfterItFan21)
   rig.of("fan.delivered", {{"target", "consumer"}, {"failed", true}, {"threw", false}, {"timedOut", true}});
   EXPECT_EQ(rig.violations("FAN-21"), 1u) << "timed out one tick after it was handed out, not at its deadline";
   rig.of("app.fan.settle", {{"mailbox", "Mailbox/a"}, {"delivery", delivery}, {"attempt", 1}, {"action", "ack"}, {"second", false},
-                            {"calledAt", 1'000}, {"result", "ok"}});
+                            {"sinceHandedOut", 1'000}, {"result", "ok"}});
   EXPECT_EQ(rig.violations("FAN-21"), 2u) << "an ack called after the timeout took effect";
   rig.of("fan.deliver", {{"target", "consumer"}, {"deliveries", json::array({{{"row", StreamRig::kRow}, {"delivery", delivery}, {"attempt", 2}}})}});
   rig.of("fan.delivered", {{"target", "consumer"}, {"failed", false}, {"threw", false}, {"timedOut", false}});

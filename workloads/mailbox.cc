@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kHangMinMs = 1'000, kHangMaxMs = 60'000;  // workload.handler_hang before forwarding
 constexpr int64_t kMaxRetryDelayMs = 3'000;
 constexpr char kRouteStep[] = "route";
+constexpr int64_t kNearDeadlineMs = 30;  // how early before a batch deadline a near-deadline answer is sent
 
 nlohmann::json storedJson(const StoredMessage& m) {
   nlohmann::json j = {{"id", m.id},           {"messageId", m.messageId}, {"target", m.target}, {"body", m.body},
@@ -160,6 +161,8 @@ Task<nlohmann::json> Mailbox::redrive(int64_t limit) {
 }
 
 Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
+  const int64_t handedOutAt = ctx_.clock.now();
+  const int64_t deadline = handedOutAt + config_.attemptTimeoutMs;  // the batch's, as the spec sets it
   co_await misbehave("fanout.deliver");
   nlohmann::json batch = nlohmann::json::array();
   for (const FanoutMessage& m : messages) {
@@ -169,11 +172,11 @@ Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
   }
   Stub consumer = ctx_.objects(FanoutConsumer::kClass).get(FanoutConsumer::kName);
   Task<nlohmann::json> calling =
-      consumer.call("consume", nlohmann::json{{"mailbox", label()}, {"target", kConsumerTarget}, {"messages", batch}});
+      consumer.call("consume", nlohmann::json{{"mailbox", label()}, {"target", kConsumerTarget}, {"deadline", deadline}, {"messages", batch}});
   const nlohmann::json decisions = co_await calling;
   if (decisions.contains("error")) throw std::runtime_error("consumer failed: " + decisions.at("error").dump());
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    Task<void> settling = settle(messages[i], decisions.at("decisions").at(i));
+    Task<void> settling = settle(messages[i], decisions.at("decisions").at(i), handedOutAt);
     co_await settling;
   }
 }
@@ -196,12 +199,12 @@ Task<nlohmann::json> Mailbox::routeToken(FanoutMessage message) {
 }
 
 // Applies one decision of the consumer (and, when it says so, a second call, which must fail).
-Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision) {
+Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision, int64_t handedOutAt) {
   const std::string action = decision.at("action").get<std::string>();
   if (action == "none") co_return;
   const int calls = decision.value("again", false) ? 2 : 1;
   for (int call = 0; call < calls; ++call) {
-    const int64_t calledAt = ctx_.clock.now();
+    const int64_t sinceHandedOut = ctx_.clock.now() - handedOutAt;  // on this incarnation's clock
     std::exception_ptr error;
     try {
       if (action == "ack") {
@@ -216,7 +219,7 @@ Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision) {
       error = std::current_exception();  // a refused settlement: FanoutSettlementError or RangeError
     }
     nlohmann::json reported = {{"mailbox", label()}, {"delivery", message.deliveryId}, {"attempt", message.attempt},
-                               {"action", action},   {"second", call == 1},            {"calledAt", calledAt},
+                               {"action", action},   {"second", call == 1},            {"sinceHandedOut", sinceHandedOut},
                                {"result", resultOf(error)}};
     if (action == "retry") reported["delayMs"] = decision.at("delayMs");
     ctx_.probe(fanout_events::kAppSettle, std::move(reported));
@@ -297,7 +300,12 @@ Task<nlohmann::json> FanoutConsumer::call(std::string_view method, const nlohman
   for (std::size_t i = 0; i < messages.size(); ++i) decisions.push_back(decide());
   const double roll = ctx_.random.random();
   if (roll < 0.03) co_await ctx_.clock.sleepFor(hangMs_);  // answers after the batch deadline
-  if (roll >= 0.03 && roll < 0.08) co_return nlohmann::json{{"error", "consumer refused the batch"}};
+  if (roll >= 0.03 && roll < 0.06) {
+    // Answers just before the batch deadline, so that its settlements land around it.
+    const int64_t at = args.at("deadline").get<int64_t>() - static_cast<int64_t>(ctx_.random.random() * kNearDeadlineMs);
+    if (at > ctx_.clock.now()) co_await ctx_.clock.sleepUntil(at);
+  }
+  if (roll >= 0.06 && roll < 0.11) co_return nlohmann::json{{"error", "consumer refused the batch"}};
   co_return nlohmann::json{{"decisions", std::move(decisions)}};
 }
 

@@ -15,12 +15,12 @@
 // the entry's target under the entry's id as key, remove the entry only after success), schedule
 // {name, at} (with alarms), ping (the load envelope).
 //
-// FanoutConsumer (one object, "FanoutConsumer/c0"): `consume` {mailbox, target, messages:
-// [{deliveryId, id, attempt}]} records each receipt once per (delivery, attempt) in its table
+// FanoutConsumer (one object, "FanoutConsumer/c0"): `consume` {mailbox, target, deadline, messages:
+// [{deliveryId, id, attempt, token}]} records each receipt once per (delivery, attempt) in its table
 // `consumed`, reports it (app.fan.consume), and answers a decision per message drawn from its
 // randomness: ack, retry {delayMs} (sometimes an invalid delay), deadLetter, none (return without
 // settling), each sometimes followed by a second settlement call; a few calls answer only after
-// the batch deadline has passed.
+// the batch deadline has passed, a few just before it (settlements at the exact deadline).
 #pragma once
 
 #include <cstdint>
@@ -74,7 +74,7 @@ class Mailbox final : public DurableObject {
  private:
   FanoutOptions options();
   Task<void> deliver(std::vector<FanoutMessage> messages);
-  Task<void> settle(FanoutMessage message, nlohmann::json decision);
+  Task<void> settle(FanoutMessage message, nlohmann::json decision, int64_t handedOutAt);
   Task<void> store(const char* bucket, StoredMessage message);
   Task<nlohmann::json> enqueue(nlohmann::json args);
   Task<nlohmann::json> routeToken(FanoutMessage message);
