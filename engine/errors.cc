@@ -53,6 +53,12 @@ FanoutSettlementError::FanoutSettlementError(const std::string& id, const std::o
 FanoutTimeoutError::FanoutTimeoutError(int64_t ms)
     : DurabilityError("Fanout delivery timed out after " + std::to_string(ms) + "ms"), timeoutMs_(ms) {}
 
+OutboxSettlementError::OutboxSettlementError(const std::string& key, int64_t version)
+    : DurabilityError("Outbox entry " + quoted(key) + " version " + std::to_string(version) + " can no longer be marked for retry") {}
+
+OutboxPublishTimeoutError::OutboxPublishTimeoutError(int64_t ms)
+    : DurabilityError("Outbox publish timed out after " + std::to_string(ms) + "ms") {}
+
 RoutingError::RoutingError() : DurabilityError("Routing requires a non-empty shard") {}
 
 namespace {

@@ -154,6 +154,21 @@ class FanoutTimeoutError : public DurabilityError {
   int64_t timeoutMs_;
 };
 
+// entry.retry() after its outbox batch closed (outbox.md 5.3):
+// `Outbox entry "<key>" version <version> can no longer be marked for retry`.
+class OutboxSettlementError : public DurabilityError {
+ public:
+  OutboxSettlementError(const std::string& key, int64_t version);
+  std::string name() const override { return "OutboxSettlementError"; }
+};
+
+// An outbox publish passed attemptTimeoutMs (outbox.md 5.4): `Outbox publish timed out after <ms>ms`.
+class OutboxPublishTimeoutError : public DurabilityError {
+ public:
+  explicit OutboxPublishTimeoutError(int64_t ms);
+  std::string name() const override { return "OutboxPublishTimeoutError"; }
+};
+
 // Stored state that the capability's own writes cannot produce (fanout.md 3, 4.2 step 4):
 // `Fanout manifest and delivery state disagree`.
 class DurabilityStateError : public DurabilityError {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,6 +92,17 @@ class Engine {
   void unregisterParticipant(Participant& participant);
   bool hasParticipant(std::string_view kind) const;
 
+  // A component shared by the capability instances of one kind on this engine (the outbox hub):
+  // the one `make()` built for the first caller, for as long as some caller holds it.
+  template <class T, class Make>
+  std::shared_ptr<T> shared(const std::string& name, Make make) {
+    std::weak_ptr<void>& slot = shared_[name];
+    if (std::shared_ptr<void> existing = slot.lock()) return std::static_pointer_cast<T>(existing);
+    std::shared_ptr<T> made = make();
+    slot = made;
+    return made;
+  }
+
   // Runs `body` as one storage transaction that reconciles the alarm if the body asks; completes
   // when the commit is durable. `kind` names the requesting participant.
   // (`kind` is a string_view so that callers' co_await expressions hold no temporaries that g++ 12
@@ -148,6 +160,7 @@ class Engine {
   SchedulerOptions options_;
   bool ownKindOnly_;
   std::vector<Participant*> participants_;
+  std::map<std::string, std::weak_ptr<void>> shared_;
   std::shared_ptr<Permit::Pool> pool_;
   std::shared_ptr<Refresh> refresh_;      // the scheduleNextAlarm transaction in flight
   // Events that may change what a reconcile reads: engine transactions and reconcile requests

@@ -140,38 +140,20 @@ class Host final : public DurableObject {
   std::unique_ptr<DurabilityFanout> fanout;
 };
 
-Task<void> tick(sim::World* world, SimTime ms) { co_await world->sleep_for(ms); }
-
 struct EnvHolder {
   Env env;
 };
 
-struct FanoutRig : EnvHolder, Rig {
-  explicit FanoutRig(sim::RuntimeOptions options = {}) : Rig(1, std::move(options)) {
+struct FanoutRig : EnvHolder, ObjectRig {
+  explicit FanoutRig(sim::RuntimeOptions options = {}) : ObjectRig(kClass, "a", &env.resetNow, std::move(options)) {
     Env* e = &env;
     runtime.define_class(kClass, [e](ObjectContext& ctx) { return std::make_unique<Host>(ctx, e); });
-    faults.set_rule([e](FaultKind kind, const sim::FaultSite&, int64_t) {
-      if (kind != FaultKind::object_reset || !e->resetNow) return false;
-      e->resetNow = false;
-      return true;
-    });
-  }
-  uint64_t run_for(SimTime ms) {
-    world.tasks().spawn("tick", tick(&world, ms));
-    return Rig::run_for(ms);
-  }
-  json done(const std::string& method, json args = json::object(), SimTime ms = 1'000) {
-    CallPtr c = Rig::call(kClass, "a", method, std::move(args));
-    run_for(ms);
-    EXPECT_TRUE(c->ok) << method << ": " << c->error;
-    return c->value;
   }
   json enqueue(json messages, std::optional<std::vector<std::string>> targets = std::nullopt, SimTime ms = 1'000) {
     json args{{"messages", std::move(messages)}};
     if (targets) args["targets"] = *targets;
     return done("enqueue", std::move(args), ms);
   }
-  json query(const std::string& sql) { return rows_json(runtime.world().stores().live(sim::object_label(kClass, "a"), sql)); }
   int64_t count(const char* table) { return query(std::string("SELECT count(*) AS n FROM ") + table)[0].at("n").get<int64_t>(); }
   json delivery(const std::string& key, const std::string& target) {
     const json rows = query("SELECT * FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = '" + DurabilityFanout::rowId(key, target) + "'");

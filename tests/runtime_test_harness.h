@@ -176,6 +176,37 @@ struct Rig {
   sim::ObjectRuntime runtime;
 };
 
+inline Task<void> ticking(sim::World* world, SimTime ms) { co_await world->sleep_for(ms); }
+
+// A rig around one object `className`/`name` of a capability's test: time runs for the whole span
+// asked even when nothing is scheduled, the object resets at its next reset opportunity while
+// `*resetNow` is set (then it is cleared), and `done` calls a method and expects an answer.
+struct ObjectRig : Rig {
+  ObjectRig(std::string className, std::string name, bool* resetNow, sim::RuntimeOptions options = {})
+      : Rig(1, std::move(options)), className_(std::move(className)), name_(std::move(name)) {
+    faults.set_rule([resetNow](FaultKind kind, const sim::FaultSite&, int64_t) {
+      if (kind != FaultKind::object_reset || !*resetNow) return false;
+      *resetNow = false;
+      return true;
+    });
+  }
+  uint64_t run_for(SimTime ms) {
+    world.tasks().spawn("tick", ticking(&world, ms));
+    return Rig::run_for(ms);
+  }
+  json done(const std::string& method, json args = json::object(), SimTime ms = 1'000) {
+    CallPtr c = Rig::call(className_, name_, method, std::move(args));
+    run_for(ms);
+    EXPECT_TRUE(c->ok) << method << ": " << c->error;
+    return c->value;
+  }
+  // The rows `sql` reads from the object's live store.
+  json query(const std::string& sql);
+
+ private:
+  std::string className_, name_;
+};
+
 // Rows of one integer column from an object's store (after a drained run); empty if the table is missing.
 inline std::vector<int64_t> column(sim::ObjectRuntime& runtime, const std::string& className, const std::string& name,
                                    const std::string& table, const std::string& col) {
@@ -205,6 +236,10 @@ inline json rows_json(SqlCursor cursor) {
     rows.push_back(r);
   }
   return rows;
+}
+
+inline json ObjectRig::query(const std::string& sql) {
+  return rows_json(runtime.world().stores().live(sim::object_label(className_, name_), sql));
 }
 
 // A small deterministic generator for test-side latencies (not the World's randomness).
