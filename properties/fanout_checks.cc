@@ -147,7 +147,7 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
   if (ev == fanout_events::kDelivered) return onDelivered(e, inc);
   if (ev == fanout_events::kAckWrite) return onAckWrite(e, inc);
   if (ev == fanout_events::kRemoveWrite) return onRemoveWrite(e, inc);
-  if (ev == fanout_events::kRetryWrite) return onRetryWritten(e, inc);
+  if (ev == fanout_events::kRetryWrite) return onRetryWritten(e);
   if (ev == fanout_events::kDeadIntentWrite && e.at("matched").get<bool>()) {
     tallies_.check("FAN-12", dlq_.value_or(true), [&] { return object + " wrote a dead-letter intent without a DLQ"; });
     checkConfiguredRemoval(e, inc, "dead-lettered");
@@ -540,11 +540,11 @@ void FanoutChecks::onDeliver(const json& e, IncarnationState& inc) {
 // wrote it and the consumer's own retry did not (that records "Retry"). (A dead-letter intent of an
 // exhausted row may come from a pass that found its deadline passed first, with the row's last
 // stored error: it is not judged here.)
-void FanoutChecks::onRetryWritten(const json& e, IncarnationState&) {
+void FanoutChecks::onRetryWritten(const json& e) {
   if (!e.at("matched").get<bool>()) return;
-  const std::string row = text(e, "row");
-  const auto timedOut = objects_[label(e)].timedOut.find({deliveryOf(text(e, "generation"), targetOfRow(row)), num(e, "attempt")});
-  if (timedOut == objects_[label(e)].timedOut.end() || timedOut->second.incarnation != num(e, "incarnation")) return;
+  std::map<DeliveryAttempt, TimedOut>& timedOuts = objects_[label(e)].timedOut;
+  const auto timedOut = timedOuts.find({deliveryOf(text(e, "generation"), targetOfRow(text(e, "row"))), num(e, "attempt")});
+  if (timedOut == timedOuts.end() || timedOut->second.incarnation != num(e, "incarnation")) return;
   const json& error = e.at("error");
   const std::string name = error.is_object() ? text(error, "name") : "(none)";
   if (name == kExplicitRetryError) return;

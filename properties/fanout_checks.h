@@ -169,7 +169,7 @@ class FanoutChecks final : public ObjectChecker {
   void onDeliver(const nlohmann::json& e, IncarnationState& inc);
   void onUnconfiguredDue(const nlohmann::json& e, IncarnationState& inc);
   void onPostponeWrite(const nlohmann::json& e, IncarnationState& inc);
-  void onRetryWritten(const nlohmann::json& e, IncarnationState& inc);
+  void onRetryWritten(const nlohmann::json& e);
   void onLoad(const nlohmann::json& e);
   void onMemo(const nlohmann::json& e, bool computed);
   bool configured(const IncarnationState& inc, const std::string& target) const;

@@ -6,7 +6,6 @@
 #include <rapidcheck/state.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <limits>
@@ -14,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +21,7 @@
 #include "engine/errors.h"
 #include "engine/scheduler.h"
 #include "model/alarms_model.h"
+#include "tests/model_property.h"
 #include "tests/runtime_test_harness.h"
 
 namespace durasim {
@@ -742,13 +741,8 @@ void engineAgreesWithTheModel() {
 }
 
 TEST(AlarmsModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  const char* env = std::getenv("RC_PARAMS");
-  if (env == nullptr || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = kDefaultCases;
-  rc::detail::TestMetadata metadata;
-  metadata.id = "AlarmsModelState/EngineAgreesWithTheModelOverRandomCommandSequences";
-  metadata.description = metadata.id;
-  const rc::detail::TestResult result = rc::detail::checkTestable(&engineAgreesWithTheModel, metadata, params);
+  const std::optional<std::string> failure =
+      runModelProperty("AlarmsModelState/EngineAgreesWithTheModelOverRandomCommandSequences", &engineAgreesWithTheModel, kDefaultCases);
   const Coverage& c = coverage();
   std::cout << "coverage over " << c.cases << " runs: " << c.commands << " compared steps, " << c.schedules
             << " schedules (" << c.trueReplacements << " replacing a row, " << c.replacementsWhileRunning
@@ -759,11 +753,7 @@ TEST(AlarmsModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
             << c.fencedSettles << " fenced settles, " << c.physicalAlarmRuns << " physical alarm runs, "
             << c.alarmChecks << " alarm checks (" << c.runtimeLeftovers
             << " skipped: a reset invocation awaiting its retry)\n";
-  if (!result.is<rc::detail::SuccessResult>()) {
-    std::ostringstream message;
-    rc::detail::printResultMessage(result, message);
-    FAIL() << message.str();
-  }
+  if (failure) FAIL() << *failure;
 }
 
 }  // namespace

@@ -17,13 +17,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +30,7 @@
 #include "engine/fanout_schema.h"
 #include "engine/scheduler.h"
 #include "model/fanout_model.h"
+#include "tests/model_property.h"
 #include "tests/runtime_test_harness.h"
 
 namespace durasim {
@@ -492,23 +491,14 @@ void engineAgreesWithTheModel() {
 }
 
 TEST(FanoutModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  const char* env = std::getenv("RC_PARAMS");
-  if (env == nullptr || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = kDefaultCases;
-  rc::detail::TestMetadata metadata;
-  metadata.id = "FanoutModelState/EngineAgreesWithTheModelOverRandomCommandSequences";
-  metadata.description = metadata.id;
-  const rc::detail::TestResult result = rc::detail::checkTestable(&engineAgreesWithTheModel, metadata, params);
+  const std::optional<std::string> failure =
+      runModelProperty("FanoutModelState/EngineAgreesWithTheModelOverRandomCommandSequences", &engineAgreesWithTheModel, kDefaultCases);
   const Coverage& c = coverage();
   std::cout << "coverage over " << c.cases << " runs: " << c.enqueues << " enqueues (" << c.rejected << " rejected, " << c.hits
             << " dedup hits), " << c.claims << " claims, " << c.acks << " acks, " << c.retries << " retries, " << c.intents
             << " dead-letter intents, " << c.removals << " DLQ removals, " << c.drops << " drops, " << c.staleWrites
             << " stale writes, " << c.lateAcksRefused << " late acks refused, " << c.crashes << " resets, " << c.dlqOutages << " DLQ outages\n";
-  if (!result.is<rc::detail::SuccessResult>()) {
-    std::ostringstream message;
-    rc::detail::printResultMessage(result, message);
-    FAIL() << message.str();
-  }
+  if (failure) FAIL() << *failure;
 }
 
 }  // namespace

@@ -10,13 +10,11 @@
 #include <rapidcheck/state.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "engine/log.h"
 #include "engine/scheduler.h"
 #include "model/log_model.h"
+#include "tests/model_property.h"
 #include "tests/runtime_test_harness.h"
 
 namespace durasim {
@@ -923,13 +922,8 @@ void engineAgreesWithTheModel() {
 }
 
 TEST(LogModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  const char* env = std::getenv("RC_PARAMS");
-  if (env == nullptr || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = kDefaultCases;
-  rc::detail::TestMetadata metadata;
-  metadata.id = "LogModelState/EngineAgreesWithTheModelOverRandomCommandSequences";
-  metadata.description = metadata.id;
-  const rc::detail::TestResult result = rc::detail::checkTestable(&engineAgreesWithTheModel, metadata, params);
+  const std::optional<std::string> failure =
+      runModelProperty("LogModelState/EngineAgreesWithTheModelOverRandomCommandSequences", &engineAgreesWithTheModel, kDefaultCases);
   const Coverage& c = coverage();
   std::cout << "coverage over " << c.cases << " runs: " << c.commands << " compared steps, " << c.appends << " appends ("
             << c.rejections << " rejected, " << c.dedupHits << " with a dedup hit or duplicate, " << c.inBatchDuplicates
@@ -942,11 +936,7 @@ TEST(LogModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
             << " empty, " << c.leaseErrors << " argument errors), " << c.acks << " acks (" << c.acksRejected << " rejected), "
             << c.nacks << " nacks (" << c.nacksRejected << " rejected), " << c.listings << " leases() listings, "
             << c.segmentsLost << " cold segments lost, " << c.advances << " advances, " << c.crashes << " resets\n";
-  if (!result.is<rc::detail::SuccessResult>()) {
-    std::ostringstream message;
-    rc::detail::printResultMessage(result, message);
-    FAIL() << message.str();
-  }
+  if (failure) FAIL() << *failure;
 }
 
 }  // namespace

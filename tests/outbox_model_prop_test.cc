@@ -20,11 +20,10 @@
 #include <rapidcheck/state.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +33,7 @@
 #include "engine/outbox_schema.h"
 #include "engine/scheduler.h"
 #include "model/outbox_model.h"
+#include "tests/model_property.h"
 #include "tests/runtime_test_harness.h"
 
 namespace durasim {
@@ -334,23 +334,14 @@ void engineAgreesWithTheModel() {
 }
 
 TEST(OutboxModelState, EngineAgreesWithTheModelOverRandomCommandSequences) {
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  const char* env = std::getenv("RC_PARAMS");
-  if (env == nullptr || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = kDefaultCases;
-  rc::detail::TestMetadata metadata;
-  metadata.id = "OutboxModelState/EngineAgreesWithTheModelOverRandomCommandSequences";
-  metadata.description = metadata.id;
-  const rc::detail::TestResult result = rc::detail::checkTestable(&engineAgreesWithTheModel, metadata, params);
+  const std::optional<std::string> failure =
+      runModelProperty("OutboxModelState/EngineAgreesWithTheModelOverRandomCommandSequences", &engineAgreesWithTheModel, kDefaultCases);
   const Coverage& c = coverage();
   std::cout << "coverage over " << c.cases << " runs: " << c.stages << " stages (" << c.aborted << " aborted), " << c.claims << " claims, "
             << c.acks << " acks, " << c.staleAcks << " stale acks, " << c.reschedules << " reschedules, " << c.timeouts << " timeouts, "
             << c.lateMarksRefused << " late marks refused, " << c.regressionsRefused << " regressions refused by the sink, " << c.crashes
             << " resets, " << c.outages << " sink outages\n";
-  if (!result.is<rc::detail::SuccessResult>()) {
-    std::ostringstream message;
-    rc::detail::printResultMessage(result, message);
-    FAIL() << message.str();
-  }
+  if (failure) FAIL() << *failure;
 }
 
 }  // namespace
