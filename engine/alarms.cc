@@ -310,6 +310,7 @@ void DurabilityAlarms::settleSuccess(const Row& row, int64_t attempt, int64_t du
   ctx_.probe(alarms_events::kWrite, {{"name", row.name}, {"generation", row.generation}, {"attempt", attempt},
                            {"write", "delete"}, {"matched", matched}});
   if (!matched) return;
+  engine_.noteStateChange();  // the pass's closing refresh must read the state without this row
   LifecycleEvent event;
   event.type = LifecycleType::attempt_settled;
   event.name = event.id = row.name;

@@ -117,6 +117,9 @@ class Engine {
   }
   // The same request for a transaction the application owns.
   void reconcileWithin(StorageTxn& applicationTxn, std::string kind = {});
+  // A participant's single write outside any engine transaction that changes what a reconcile
+  // reads (a named alarm's success delete): a refresh that read the state before it is not joined.
+  void noteStateChange() { ++stateChanges_; }
 
   // One engine transaction that only reconciles. A caller finding one in flight joins it when
   // nothing the reconcile reads can have changed since it ran (no engine transaction, no platform
@@ -164,7 +167,8 @@ class Engine {
   std::shared_ptr<Permit::Pool> pool_;
   std::shared_ptr<Refresh> refresh_;      // the scheduleNextAlarm transaction in flight
   // Events that may change what a reconcile reads: engine transactions and reconcile requests
-  // begun, platform alarm runs started (they hide the firing alarm).
+  // begun, single writes noted by participants, platform alarm runs started (they hide the firing
+  // alarm).
   uint64_t stateChanges_ = 0;
   std::shared_ptr<EarlyTimer> earlyTimer_;
 };
