@@ -36,4 +36,24 @@ inline constexpr std::string_view kPostponeWrite = "obx.postpone.write";
 // channel, pending
 inline constexpr std::string_view kPending = "obx.pending";
 
+
+// ---- Reported by an application of the outbox (workloads/account.h) ----
+
+// The channels an incarnation of the application attaches (at construction): account, channels
+inline constexpr std::string_view kAppChannels = "app.obx.channels";
+// The application's transaction that staged these versions threw on purpose after staging (it rolled
+// back with them): account, staged [{channel, key, version}]
+inline constexpr std::string_view kAppAborted = "app.obx.aborted";
+// The sink's write of one entry, inside the sink's transaction (it takes effect with the sink
+// object's commit): source (the staging object's label), channel, key, version, value (serialized)
+inline constexpr std::string_view kAppSinkWrite = "app.obx.sink.write";
+// The application removed the outbox schema (DurabilityOutbox::migrate(none)) and no outbox is
+// attached any more: account
+inline constexpr std::string_view kAppMigratedNone = "app.obx.migrated_none";
+
+// The sink object's class, and the table it keeps the entries it received in: (source TEXT, channel
+// TEXT, key TEXT, version INTEGER, value TEXT, PRIMARY KEY (source, channel, key))
+inline constexpr std::string_view kSinkClass = "OutboxSink";
+inline constexpr std::string_view kSinkTable = "outbox_sink";
+
 }  // namespace durasim::outbox_events
