@@ -8,6 +8,7 @@
 
 #include "engine/variants.h"
 #include "sim/mutants.h"
+#include "workloads/account.h"
 
 namespace durasim::cli {
 
@@ -48,6 +49,16 @@ std::vector<VariantInfo> make_registry() {
       engine_flag(v::kReconcileOwnKindOnly, "H-A", "reconcile sets the alarm from the requesting participant's rows only",
                   {"SCH-01", "SCH-02", "SCH-14"}, "fanout"),
       engine_flag(v::kFanoutPerRowClaim, "H-F1", "a pass claims its whole due batch in one transaction", {"FAN-23", "FAN-26"}, "fanout"),
+      engine_flag(v::kOutboxAckIgnoresGeneration, "outbox calibration", "an acknowledgement deletes a row only while it holds the published generation",
+                  {"OBX-05", "OBX-16"}, "outbox"),
+      engine_flag(v::kOutboxStageOwnTransaction, "outbox calibration", "stage(txn) commits or rolls back with the application's transaction",
+                  {"OBX-04"}, "outbox"),
+      engine_flag(v::kOutboxVersionFromRows, "outbox calibration", "versions come from a counter that survives the deletion of rows",
+                  {"OBX-01", "OBX-02", "OBX-14"}, "outbox"),
+      engine_flag(v::kOutboxGiveUpAfterMaxAttempts, "outbox calibration", "the outbox never gives up on a row", {"OBX-09", "OBX-16"},
+                  "outbox"),
+      engine_flag(workloads::kSinkLastWriterWins, "outbox.md 6 (harness)", "the sink keeps the highest version per key",
+                  {"OBX-14", "OBX-16"}, "outbox"),
       engine_flag(v::kLeaseTwoWriteAllocation, "H4", "a fresh lease and its allocation commit as one transaction", {"LSE-01", "LSE-02"}, "log"),
       engine_flag(v::kLeaseAdvanceFromZero, "H5", "a consumer with no cursor commits through leases above a trimmed start",
                   {"LSE-12", "LSE-15"}, "log"),

@@ -11,6 +11,7 @@
 #include "engine/outbox_events.h"
 #include "engine/outbox_schema.h"
 #include "engine/retry_policy.h"
+#include "engine/variants.h"
 
 namespace durasim {
 
@@ -170,7 +171,11 @@ struct DurabilityOutbox::Row {
 // Construction, schema (outbox.md 1-2)
 
 DurabilityOutbox::DurabilityOutbox(DurabilityScheduler& scheduler, OutboxOptions options)
-    : ctx_(scheduler.engine().context()), engine_(scheduler.engine()), options_(std::move(options)) {
+    : ctx_(scheduler.engine().context()),
+      engine_(scheduler.engine()),
+      options_(std::move(options)),
+      variants_{variants::enabled(ctx_, variants::kOutboxAckIgnoresGeneration), variants::enabled(ctx_, variants::kOutboxStageOwnTransaction),
+                variants::enabled(ctx_, variants::kOutboxVersionFromRows), variants::enabled(ctx_, variants::kOutboxGiveUpAfterMaxAttempts)} {
   if (options_.channel.empty()) throw TypeError("Outbox channel must be a non-empty string");
   if (!options_.publish) throw TypeError("Outbox requires a publish function");
   if (options_.maxBatchSize <= 0) throw RangeError("maxBatchSize must be a positive integer");
@@ -200,11 +205,23 @@ MigrationResult DurabilityOutbox::migrate(ObjectStorage& storage, MigrationTarge
 
 int64_t DurabilityOutbox::stage(StorageTxn& txn, const std::string& key, const json& value) {
   if (key.empty()) throw RangeError("Outbox key must be a non-empty string");
-  const std::optional<std::string> serialized = serialize(value);
+  std::optional<std::string> serialized = serialize(value);
   if (!serialized) throw RangeError("Outbox value is not serializable JSON");
+  if (variants_.stageOwnTransaction) return stageAlone(txn, key, std::move(*serialized));
+  return writeStage(txn, key, *serialized);
+}
+
+// The stage's writes, in the transaction `txn`: the version from the counter (or, under the variant
+// version_from_rows, from the stored rows), the row replaced with a new generation.
+int64_t DurabilityOutbox::writeStage(StorageTxn& txn, const std::string& key, const std::string& serialized) {
   const int64_t now = ctx_.clock.now();
-  const int64_t version = txn.exec("SELECT next_version FROM " DURASIM_OUTBOX_SEQ " WHERE id = 1").one().int64("next_version");
-  txn.exec("UPDATE " DURASIM_OUTBOX_SEQ " SET next_version = ? WHERE id = 1", version + 1);
+  int64_t version = 0;
+  if (variants_.versionFromRows) {
+    version = txn.exec("SELECT COALESCE(MAX(version), 0) + 1 AS v FROM " DURASIM_OUTBOX).one().int64("v");
+  } else {
+    version = txn.exec("SELECT next_version FROM " DURASIM_OUTBOX_SEQ " WHERE id = 1").one().int64("next_version");
+    txn.exec("UPDATE " DURASIM_OUTBOX_SEQ " SET next_version = ? WHERE id = 1", version + 1);
+  }
   const std::string generation = ctx_.random.uuid();
   const int64_t due = firstAttemptAt(now);
   txn.exec("INSERT INTO " DURASIM_OUTBOX " (channel, key, version, value, generation_id, attempt, next_attempt_at, last_error,"
@@ -212,17 +229,32 @@ int64_t DurabilityOutbox::stage(StorageTxn& txn, const std::string& key, const j
            " ON CONFLICT (channel, key) DO UPDATE SET version = excluded.version, value = excluded.value,"
            " generation_id = excluded.generation_id, attempt = 0, next_attempt_at = excluded.next_attempt_at, last_error = NULL,"
            " last_error_name = NULL, staged_at = excluded.staged_at",
-           options_.channel, key, version, *serialized, generation, due, now);
+           options_.channel, key, version, serialized, generation, due, now);
   ctx_.probe(outbox_events::kStageWrite, {{"channel", options_.channel},
                                           {"key", key},
                                           {"version", version},
                                           {"generation", generation},
-                                          {"value", *serialized},
+                                          {"value", serialized},
                                           {"at", now},
                                           {"firstAttemptAt", due}});
   engine_.reconcileWithin(txn, "outbox");
   txn.afterCommit([this, key] { emit(event(LifecycleType::registered, key, 0)); });
   return version;
+}
+
+// The variant stage_own_transaction: the version the counter will give, returned at once; the
+// writes commit later in an engine transaction of their own, whatever becomes of the application's.
+int64_t DurabilityOutbox::stageAlone(StorageTxn& txn, const std::string& key, std::string serialized) {
+  const int64_t next = txn.exec("SELECT next_version FROM " DURASIM_OUTBOX_SEQ " WHERE id = 1").one().int64("next_version");
+  const int64_t version = next + stagesAlone_++;
+  engine_.background(commitAlone(key, std::move(serialized)), "outbox_stage");
+  return version;
+}
+
+Task<void> DurabilityOutbox::commitAlone(std::string key, std::string serialized) {
+  Task<int64_t> staging = engine_.transaction("outbox", [&](EngineTxn& txn) { return writeStage(txn.sql, key, serialized); });
+  co_await staging;
+  --stagesAlone_;
 }
 
 Task<int64_t> DurabilityOutbox::stage(std::string key, json value) {
@@ -327,9 +359,10 @@ Task<void> DurabilityOutbox::settle(std::vector<Row> claimed, std::vector<Outbox
       Settled s;
       if (!failure && !entries[i].mark_->marked) {
         s.acked = true;
-        s.matched = txn.sql
-                        .exec("DELETE FROM " DURASIM_OUTBOX " WHERE channel = ? AND key = ? AND generation_id = ?", options_.channel, row.key,
-                              row.generation)
+        s.matched = (variants_.ackIgnoresGeneration
+                         ? txn.sql.exec("DELETE FROM " DURASIM_OUTBOX " WHERE channel = ? AND key = ?", options_.channel, row.key)
+                         : txn.sql.exec("DELETE FROM " DURASIM_OUTBOX " WHERE channel = ? AND key = ? AND generation_id = ?",
+                                        options_.channel, row.key, row.generation))
                         .rowsWritten() > 0;
         acked.push_back({{"key", row.key}, {"generation", row.generation}, {"matched", s.matched}});
       } else {
@@ -340,6 +373,9 @@ Task<void> DurabilityOutbox::settle(std::vector<Row> claimed, std::vector<Outbox
                               " WHERE channel = ? AND key = ? AND generation_id = ? AND attempt = ?",
                               s.next, why.message, why.name, options_.channel, row.key, row.generation, row.attempt)
                         .rowsWritten() > 0;
+        if (variants_.giveUp && row.attempt >= variants::kOutboxGiveUpAttempts)
+          txn.sql.exec("DELETE FROM " DURASIM_OUTBOX " WHERE channel = ? AND key = ? AND generation_id = ?", options_.channel, row.key,
+                       row.generation);
         retried.push_back({{"key", row.key},
                            {"generation", row.generation},
                            {"attempt", row.attempt},

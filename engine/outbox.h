@@ -101,6 +101,9 @@ class DurabilityOutbox {
   struct Row;
 
   // A pass of this channel (outbox.md 5): claim, publish, settle.
+  int64_t writeStage(StorageTxn& txn, const std::string& key, const std::string& serialized);
+  int64_t stageAlone(StorageTxn& txn, const std::string& key, std::string serialized);
+  Task<void> commitAlone(std::string key, std::string serialized);
   Task<void> runPass();
   std::vector<Row> claim(EngineTxn& txn, int64_t now);
   Task<void> settle(std::vector<Row> claimed, std::vector<OutboxEntry> entries, std::exception_ptr failure);
@@ -112,6 +115,12 @@ class DurabilityOutbox {
   ObjectContext& ctx_;
   Engine& engine_;
   OutboxOptions options_;
+  // The calibration variants of engine/variants.h, read at construction.
+  struct Variants {
+    bool ackIgnoresGeneration = false, stageOwnTransaction = false, versionFromRows = false, giveUp = false;
+  };
+  const Variants variants_;
+  int64_t stagesAlone_ = 0;  // stages of the variant stage_own_transaction not committed yet
   std::shared_ptr<OutboxHub> hub_;
 };
 

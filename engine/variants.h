@@ -3,6 +3,7 @@
 // cli/variants.h registers each with the contract it breaks and the invariants expected to catch it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,17 @@ inline constexpr std::string_view kReconcileOwnKindOnly = "scheduler.reconcile_o
 // H-F1: fanout claims each due row in a transaction of its own instead of the whole batch in one
 // (FAN-23, 26).
 inline constexpr std::string_view kFanoutPerRowClaim = "fanout.per_row_claim";
+
+// Calibration variants for the outbox (hazards.md): plausible bugs, not reference behaviour.
+// An acknowledgement deletes by (channel, key) only, whatever generation the row holds (OBX-05, 16).
+inline constexpr std::string_view kOutboxAckIgnoresGeneration = "outbox.ack_ignores_generation";
+// stage(txn, ...) commits in a transaction of its own, not the application's (OBX-04).
+inline constexpr std::string_view kOutboxStageOwnTransaction = "outbox.stage_own_transaction";
+// A stage's version is MAX(version) of the stored rows + 1; the counter is not used (OBX-01, 02, 14).
+inline constexpr std::string_view kOutboxVersionFromRows = "outbox.version_from_rows";
+// A row is deleted after 5 failed publishes (OBX-09, 16).
+inline constexpr std::string_view kOutboxGiveUpAfterMaxAttempts = "outbox.give_up_after_max_attempts";
+inline constexpr int64_t kOutboxGiveUpAttempts = 5;
 
 // The lease flags (H4-H8) are read by DurabilityLog::LeaseVariants (engine/log_lease_variants.cc).
 // H4: a fresh lease inserts its row, yields, then upserts the allocation as a second write (LSE-01, 02).

@@ -1,0 +1,239 @@
+// The outbox workload: Account objects (shared scheduler + DurabilityOutbox on "ledger", and "audit"
+// in half the seeds) driven by clients that deposit to a few keys per account (so keys are restaged
+// often, with different bodies), some deposits aborted on purpose after staging and a few with an
+// empty key (which the outbox must refuse with RangeError, checked here on the answers). Each
+// channel publishes to one OutboxSink object by RPC. Each seed draws the outbox options (batch size,
+// batch delay, publish deadline, retry policy: default, fixed or invalid) and states them in its
+// "workload.config" event, with the sink's mode. In a third of the seeds with audit some Account
+// incarnations before heal are built without it (its rows must then be retained and postponed). In
+// a quarter of the seeds an operator retires one account while faults are on: its next incarnation
+// removes the outbox schema. After heal the sink accepts everything and every incarnation attaches
+// every channel, so every key's newest stage must reach the sink.
+#include "workloads/outbox_workload.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/outbox_events.h"
+#include "engine/outbox_schema.h"
+#include "sim/object_runtime.h"
+#include "workloads/account.h"
+#include "workloads/client.h"
+#include "workloads/options.h"
+
+namespace durasim::workloads {
+namespace {
+
+constexpr int64_t kDefaultAccounts = 3, kDefaultClients = 3, kDefaultOps = 25, kDefaultKeys = 4;
+constexpr int64_t kMaxThinkMs = 4'000;
+constexpr uint32_t kAbortPpm = 100'000;     // 10% of deposits throw after staging
+constexpr uint32_t kEmptyKeyPpm = 30'000;   // 3% have an empty key
+constexpr uint32_t kAuditPpm = 400'000;     // 40% also stage an audit record (when the seed has audit)
+constexpr uint32_t kPingPpm = 50'000;       // 5% of operations ask for the pending rows
+constexpr uint32_t kAuditChurnSeedPpm = 333'333;  // seeds whose incarnations sometimes lack audit
+constexpr uint32_t kAuditMissingPpm = 400'000;    // ... in 40% of their incarnations before heal
+constexpr uint32_t kRetireSeedPpm = 250'000;
+constexpr int64_t kRetireAfterMaxMs = 60'000;
+constexpr Backoff kCallBackoff{500, 10'000};
+constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
+constexpr int64_t kBatchSizeChoices[] = {1, 3, 50};
+constexpr int64_t kBatchDelayChoices[] = {0, 0, 250, 1'000};
+constexpr int64_t kTimeoutChoices[] = {5'000, 20'000};
+constexpr int64_t kFixedDelayChoices[] = {0, 1'500, 10'000};
+
+std::string accountName(int64_t i) {
+  std::string name = "a";
+  name += std::to_string(i);
+  return name;
+}
+
+class OutboxWorkload final : public Workload {
+ public:
+  explicit OutboxWorkload(const nlohmann::json& options) {
+    reject_unknown_options(options, "outbox", {"accounts", "clients", "ops", "keys"});
+    accounts_ = positive_option(options, "outbox", "accounts", kDefaultAccounts);
+    clients_ = positive_option(options, "outbox", "clients", kDefaultClients);
+    ops_ = positive_option(options, "outbox", "ops", kDefaultOps);
+    keys_ = positive_option(options, "outbox", "keys", kDefaultKeys);
+  }
+
+  void setup(sim::World& world, faults::FaultPlan& faults) override {
+    world_ = &world;
+    stream_ = world.random().stream("workload.outbox");
+    config_.scheduler.alarmConcurrency = pick(kConcurrencyChoices);
+    config_.scheduler.alarmMinDelayMs = draw(kMinAlarmMinDelayMs, kMaxAlarmMinDelayMs);
+    if (draw(0, 1) == 0) config_.channels.push_back(kAuditChannel);
+    config_.maxBatchSize = pick(kBatchSizeChoices);
+    config_.batchDelayMs = pick(kBatchDelayChoices);
+    config_.attemptTimeoutMs = pick(kTimeoutChoices);
+    switch (draw(0, 3)) {
+      case 0:
+        config_.retryKind = "fixed";
+        config_.retryDelayMs = pick(kFixedDelayChoices);
+        break;
+      case 1:
+        config_.retryKind = "invalid";
+        break;
+      default:
+        config_.retryKind = "default";
+        break;
+    }
+    nlohmann::json stated = config_.toJson();
+    stated["sink"] = world.variants().count(std::string(kSinkLastWriterWins)) ? "last_writer_wins" : "max";
+    world.emit("workload.config", std::move(stated));
+
+    churnStream_ = world.random().stream("workload.outbox.channels");
+    auditChurn_ = config_.channels.size() > 1 && world.random().chance(churnStream_, kAuditChurnSeedPpm);
+    retire_ = chance(kRetireSeedPpm);
+
+    runtime_ = std::make_unique<sim::ObjectRuntime>(world, faults);
+    sim::FaultInjector* injector = &faults;
+    runtime_->define_class(Account::kClass, [this, injector](ObjectContext& ctx) {
+      return std::make_unique<Account>(ctx, config_, incarnationChannels(), injector);
+    });
+    const int64_t stallMaxMs = 2 * config_.attemptTimeoutMs;
+    runtime_->define_class(std::string(outbox_events::kSinkClass),
+                           [this, stallMaxMs](ObjectContext& ctx) { return std::make_unique<OutboxSink>(ctx, &healed_, stallMaxMs); });
+    client_ = std::make_unique<ObjectClient>(world, runtime_->client(Account::kClass), kPlainCallStyle);
+  }
+
+  void start(sim::World& world) override {
+    for (int64_t c = 0; c < clients_; ++c) world.tasks().spawn("outbox.client." + std::to_string(c), client(c));
+    if (retire_) world.tasks().spawn("outbox.retirer", retirer());
+  }
+
+  void heal(sim::World&) override {
+    healed_ = true;
+    runtime_->heal();
+  }
+
+  bool drained() const override { return clientsDone_ == clients_ && runtime_->pending().empty() && unsettled().empty(); }
+
+  std::vector<std::string> pending() const override {
+    std::vector<std::string> items = runtime_->pending();
+    if (clientsDone_ < clients_) items.push_back(std::to_string(clients_ - clientsDone_) + " clients still running");
+    for (const std::string& item : unsettled()) items.push_back(item);
+    return items;
+  }
+
+  void check(sim::World&, sim::Tallies& tallies) override { tallies.merge(expectations_); }
+
+  nlohmann::json metrics() const override {
+    int64_t incarnations = 0;
+    for (const sim::ObjectStatus& status : runtime_->status()) incarnations += status.incarnations;
+    return {{"deposits", deposits_}, {"committed", committed_}, {"aborted", aborted_},   {"refused", refused_},
+            {"retired", retired_},   {"calls", client_->calls()}, {"uncertain", client_->uncertain()},
+            {"incarnations", incarnations}, {"config", config_.toJson()}};
+  }
+
+ private:
+  int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
+  bool chance(uint32_t ppm) { return world_->random().chance(stream_, ppm); }
+  template <std::size_t N>
+  int64_t pick(const int64_t (&choices)[N]) {
+    return choices[draw(0, static_cast<int64_t>(N) - 1)];
+  }
+
+  // The channels a new Account incarnation attaches: while faults are on, in seeds with churn, some
+  // incarnations run code without the audit channel; after heal every one has every channel.
+  std::vector<std::string> incarnationChannels() {
+    std::vector<std::string> channels = {kLedgerChannel};
+    if (config_.channels.size() > 1 && (!auditChurn_ || healed_ || !world_->random().chance(churnStream_, kAuditMissingPpm)))
+      channels.push_back(kAuditChannel);
+    return channels;
+  }
+
+  // Accounts whose outbox still holds rows, or which still store an alarm.
+  std::vector<std::string> unsettled() const {
+    std::vector<std::string> items;
+    const sim::StoreView& stores = world_->stores();
+    for (const sim::ObjectStatus& status : runtime_->status()) {
+      if (status.label.rfind(Account::kClass, 0) != 0) continue;
+      const int64_t rows = stores.has_table(status.label, DURASIM_OUTBOX)
+                               ? stores.live(status.label, "SELECT count(*) AS n FROM " DURASIM_OUTBOX).one().int64("n")
+                               : 0;
+      if (rows > 0) items.push_back(status.label + " has " + std::to_string(rows) + " outbox rows");
+      else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");
+    }
+    return items;
+  }
+
+  Task<void> client(int64_t c) {
+    for (int64_t i = 0; i < ops_; ++i) {
+      co_await world_->sleep_for(draw(0, kMaxThinkMs));
+      const std::string account = accountName(draw(0, accounts_ - 1));
+      if (chance(kPingPpm)) {
+        Task<Settled> pinging = client_->callUntilDefinite(account, "ping", nlohmann::json::object(), kCallBackoff);
+        co_await pinging;
+        continue;
+      }
+      std::string op = "c";
+      op += std::to_string(c);
+      op += "-";
+      op += std::to_string(i);
+      const bool emptyKey = chance(kEmptyKeyPpm);
+      std::string key;
+      if (!emptyKey) {
+        key = "k";
+        key += std::to_string(draw(0, keys_ - 1));
+      }
+      const nlohmann::json args = {{"key", key},
+                                   {"amount", draw(-50, 100)},
+                                   {"abort", chance(kAbortPpm)},
+                                   {"audit", chance(kAuditPpm)},
+                                   {"op", op}};
+      ++deposits_;
+      Task<Settled> depositing = client_->callUntilDefinite(account, "deposit", args, kCallBackoff);
+      const Settled settled = co_await depositing;
+      tally(account, args, settled.reply);
+    }
+    ++clientsDone_;
+  }
+
+  // What a client read of its deposit. An empty key the account ran must be refused with RangeError.
+  void tally(const std::string& account, const nlohmann::json& args, const Reply& reply) {
+    if (!reply.ok()) return;  // refused by the runtime: the account never ran it
+    const nlohmann::json& answer = reply.value;
+    if (answer.contains("versions")) ++committed_;
+    else if (answer.contains("aborted")) ++aborted_;
+    else if (answer.contains("error")) ++refused_;
+    if (!args.at("key").get<std::string>().empty() || answer.contains("retired")) return;
+    expectations_.check("OBX-04", answer.contains("error") && answer.at("error").at("name") == "RangeError", [&] {
+      return "a deposit with an empty key to " + account + " was answered " + answer.dump() + ", not RangeError";
+    });
+  }
+
+  // The operator: retires the last account at a random time while faults are on, then wakes it.
+  Task<void> retirer() {
+    co_await world_->sleep_for(draw(0, kRetireAfterMaxMs));
+    const std::string account = accountName(accounts_ - 1);
+    Task<Reply> retiring = client_->call(account, "retire", nlohmann::json::object());
+    co_await retiring;
+    ++retired_;
+    Task<Settled> waking = client_->callUntilDefinite(account, "ping", nlohmann::json::object(), kCallBackoff);
+    co_await waking;
+  }
+
+  sim::World* world_ = nullptr;
+  sim::StreamId stream_, churnStream_;
+  AccountConfig config_;
+  bool auditChurn_ = false, retire_ = false, healed_ = false;
+  int64_t accounts_ = 0, clients_ = 0, ops_ = 0, keys_ = 0;
+  std::unique_ptr<sim::ObjectRuntime> runtime_;
+  std::unique_ptr<ObjectClient> client_;
+  sim::Tallies expectations_;
+  int64_t clientsDone_ = 0, deposits_ = 0, committed_ = 0, aborted_ = 0, refused_ = 0, retired_ = 0;
+};
+
+}  // namespace
+
+WorkloadInfo outbox_workload_info() {
+  return {"outbox",
+          "Account objects: balances staged through the outbox to a version-keeping sink, aborted transactions, a retired account, under faults",
+          [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<OutboxWorkload>(options); },
+          {{"RT", ""}, {"SCH", Account::kClass}, {"OBX", Account::kClass}}};
+}
+
+}  // namespace durasim::workloads
