@@ -17,6 +17,7 @@
 #include "engine/errors.h"
 #include "engine/outbox.h"
 #include "engine/outbox_schema.h"
+#include "engine/variants.h"
 #include "tests/runtime_test_harness.h"
 
 namespace durasim::rt_test {
@@ -126,7 +127,7 @@ struct EnvHolder {
 };
 
 struct OutboxRig : EnvHolder, ObjectRig {
-  OutboxRig() : ObjectRig(kClass, "a", &env.resetNow) {
+  explicit OutboxRig(sim::RuntimeOptions options = {}) : ObjectRig(kClass, "a", &env.resetNow, std::move(options)) {
     Env* e = &env;
     runtime.define_class(kClass, [e](ObjectContext& ctx) { return std::make_unique<Host>(ctx, e); });
   }
@@ -504,6 +505,68 @@ TEST(OutboxMigration, RemovingTheSchemaDropsBothTables) {
   rig.call("C", "c", "ping");
   rig.run_for(1'000);
   EXPECT_EQ(tables, "[]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calibration variants (hazards.md, engine/variants.h): each off gives the spec's behaviour, on
+// the injected bug the OBX checks must catch.
+
+sim::RuntimeOptions withVariant(std::string_view flag, bool on) {
+  sim::RuntimeOptions options;
+  if (on) options.variants.insert(std::string(flag));
+  return options;
+}
+
+class OutboxVariant : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(OffAndOn, OutboxVariant, ::testing::Bool(), [](const auto& info) { return info.param ? "On" : "Off"; });
+
+TEST_P(OutboxVariant, AckIgnoringTheGenerationDeletesANewerStage) {
+  const bool on = GetParam();
+  OutboxRig rig(withVariant(variants::kOutboxAckIgnoresGeneration, on));
+  int calls = 0;
+  rig.env.publish = [&calls](Host& host, std::vector<OutboxEntry>) -> Task<void> {
+    if (++calls == 1) co_await host.ctx.clock.sleepFor(2'000);  // restaged meanwhile
+  };
+  rig.stage({{"x", 1}});
+  rig.run_for(500);
+  rig.stage({{"x", 2}});
+  rig.run_for(2'000);
+  const json acked = rig.ev("obx.settle.write").at(0).at("acked");
+  EXPECT_EQ(acked[0].at("matched"), on) << "the old publication's acknowledgement deleted the newer stage";
+  rig.run_for(10'000);
+  EXPECT_EQ(rig.publishedOf("x").size(), on ? 1u : 2u) << "the newer value is published only when its row survived";
+}
+
+TEST_P(OutboxVariant, StagingInATransactionOfItsOwnSurvivesTheApplicationsAbort) {
+  const bool on = GetParam();
+  OutboxRig rig(withVariant(variants::kOutboxStageOwnTransaction, on));
+  rig.env.publish = throwing();
+  EXPECT_EQ(rig.stage({{"x", 1}}, "default", /*abort=*/true).at("aborted"), true);
+  rig.run_for(100);
+  EXPECT_EQ(rig.row("default", "x").is_null(), !on);
+  EXPECT_EQ(rig.nextVersion(), on ? 2 : 1);
+  EXPECT_TRUE(rig.query("SELECT * FROM balances").empty()) << "the application's own write rolled back either way";
+}
+
+TEST_P(OutboxVariant, VersionsFromTheRowsRepeatAfterAcknowledgedDeletes) {
+  const bool on = GetParam();
+  OutboxRig rig(withVariant(variants::kOutboxVersionFromRows, on));
+  EXPECT_EQ(rig.stage({{"x", 1}}).at("versions"), json::array({1}));
+  rig.run_for(5'000);
+  ASSERT_EQ(rig.rows(), 0);
+  EXPECT_EQ(rig.stage({{"x", 2}}).at("versions"), json::array({on ? 1 : 2})) << "an acknowledged version is given out again";
+}
+
+TEST_P(OutboxVariant, GivingUpDeletesARowAfterFiveFailedPublishes) {
+  const bool on = GetParam();
+  OutboxRig rig(withVariant(variants::kOutboxGiveUpAfterMaxAttempts, on));
+  rig.env.delay = [](int64_t) { return 1'000.0; };
+  rig.env.publish = throwing();
+  rig.stage({{"x", 1}});
+  rig.run_for(30'000);
+  EXPECT_EQ(rig.row("default", "x").is_null(), on);
+  EXPECT_EQ(rig.publishedOf("x").size(), on ? 5u : rig.publishedOf("x").size());
+  if (!on) EXPECT_GT(rig.publishedOf("x").size(), 5u) << "retried forever";
 }
 
 }  // namespace
