@@ -1,6 +1,6 @@
 // The checker registry; see checkers.h. Each entry adapts one checker of properties/ to the run's
 // phases: it forwards every event, finishes the checker at "phase: check" (reading what it needs at
-// that instant from the store view) and, for the log, the leases and the alarms, tells it of the heal
+// that instant from the store view) and, for the checkers with liveness checks, tells it of the heal
 // at "phase: liveness".
 #include "properties/checkers.h"
 
@@ -18,6 +18,7 @@
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"
 #include "properties/object_checker.h"
+#include "properties/outbox_checks.h"
 #include "properties/registry.h"
 #include "properties/routing_checks.h"
 #include "properties/runtime_checks.h"
@@ -186,6 +187,21 @@ class FanoutFamily final : public Checker {
   FanoutChecks checks_;
 };
 
+class OutboxFamily final : public Checker {
+ public:
+  explicit OutboxFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
+  void record(const json& event) override {
+    checks_.record(event);
+    const std::string_view phase = phase_of(event);
+    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
+    if (phase == "check") checks_.finish();
+  }
+  void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
+
+ private:
+  OutboxChecks checks_;
+};
+
 class RoutingFamily final : public Checker {
  public:
   void record(const json& event) override {
@@ -218,6 +234,7 @@ const std::vector<CheckerEntry>& checker_registry() {
       {"leases", {"LSE"}, with_scope<LeaseFamily>()},
       {"routing", {"RTE"}, unscoped<RoutingFamily>()},
       {"fanout", {"FAN"}, with_scope<FanoutFamily>()},
+      {"outbox", {"OBX"}, with_scope<OutboxFamily>()},
   };
   return registry;
 }
