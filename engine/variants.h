@@ -51,6 +51,36 @@ inline constexpr std::string_view kMigrateNullKeepsLeaseTables = "log.migrate_nu
 // with a yield between, unordered segment lookup (LOG-11, 15, 16).
 inline constexpr std::string_view kSegmentFlushTwoUnits = "log.segment_flush_two_units";
 
+// The event bus (events.md 12-13): each flag restores one reference behaviour; the invariants
+// expected to catch it are in invariants-events-runtime.md ("Which invariant catches which
+// event-bus variant"). Read by the bus at construction (events.cc).
+// D1: the log ordered by (ts, id) and paged by row offset; the last page re-listed (EVT-14, 40, 10).
+inline constexpr std::string_view kEventsOrderByTimestamp = "events.order_by_timestamp";
+// D2: a releasedAt or firstAt equal to 0 reads as absent (EVT-34, 23, 26).
+inline constexpr std::string_view kEventsTimestampTruthiness = "events.timestamp_truthiness";
+// D3: a release as separate steps, attempt reset before the dead-record CAS (EVT-27, 28).
+inline constexpr std::string_view kEventsReleaseTwoStep = "events.release_two_step";
+// D4: any maxAttempts accepted, compared as n >= maxAttempts (EVT-25, 18).
+inline constexpr std::string_view kEventsUnvalidatedMaxAttempts = "events.unvalidated_max_attempts";
+// D5: the depth counted by paging, then the append; a re-emit refused when full (EVT-03).
+inline constexpr std::string_view kEventsDepthCheckNonatomic = "events.depth_check_nonatomic";
+// D6: no pending index: the reference poll and release with the rescan flag (EVT-17, 26, 15).
+inline constexpr std::string_view kEventsFullRescanWhenFrozen = "events.full_rescan_when_frozen";
+// D7: the failure record as separate re-read, attempt CAS and dead CAS (EVT-18).
+inline constexpr std::string_view kEventsFailureTwoStep = "events.failure_two_step";
+// D8: plain put for the first write of an attempt or dead record (EVT-19).
+inline constexpr std::string_view kEventsPlainPutOnAbsent = "events.plain_put_on_absent";
+// D9: listDeadEvents scans the whole topic log (EVT-42).
+inline constexpr std::string_view kEventsListDeadFullScan = "events.list_dead_full_scan";
+// D10: stop() + start() during a tick leaves two timer chains (EVT-38).
+inline constexpr std::string_view kEventsPollLoopDoubleChain = "events.poll_loop_double_chain";
+// D11: no argument validation (EVT-25).
+inline constexpr std::string_view kEventsUnvalidatedOptions = "events.unvalidated_options";
+// Older reference: key components and the log namespace joined raw with ':' (EVT-04, 05, 06).
+inline constexpr std::string_view kEventsUnescapedKeys = "events.unescaped_keys";
+// Not a variant but the buggify site the split variants yield at between their steps (events.md 10).
+inline constexpr std::string_view kEventsYieldBetweenSteps = "events.variant.yield_between_steps";
+
 inline bool enabled(const ObjectContext& ctx, std::string_view flag) { return ctx.variants.count(std::string(flag)) > 0; }
 
 }  // namespace durasim::variants
