@@ -14,7 +14,7 @@ namespace durasim::event_bus_events {
 // Every probe name starts with this prefix.
 inline constexpr std::string_view kPrefix = "evt.";
 
-// topic, consumer, pollMs, maxPollMs, backoff, maxAttempts (a number, or "inf", "-inf", "nan"),
+// topic, consumer, pollMs, maxPollMs, backoff, maxAttempts (a number, or "inf", "-Infinity", "NaN"),
 // retryDelay ("default" | "function" | the number), handlerTimeoutMs (or null), variants (the
 // events.* flags on): at createConsumer
 inline constexpr std::string_view kOptions = "evt.options";
