@@ -39,6 +39,15 @@ constexpr const char* kPendingTables[] = {DURASIM_OUTBOX, DURASIM_ALARMS, DURASI
 
 std::string named(const std::pair<std::string, std::string>& row) { return row.first + "/" + row.second; }
 
+// Whether an event of an object of the class feeds a check: the outbox's and the application's
+// events, the runtime's storage events and the reconciles.
+bool followed(std::string_view ev) {
+  constexpr std::string_view kApp = "app.obx.";
+  return ev.substr(0, obx::kPrefix.size()) == obx::kPrefix || ev.substr(0, kApp.size()) == kApp || ev == "fault" || ev == "commit" ||
+         ev == "commit.noop" || ev == "confirm" || ev == "durability" || ev == "commit.failed" || ev == "incarnation.end" ||
+         ev == scheduler_events::kReconcile;
+}
+
 }  // namespace
 
 OutboxChecks::OutboxChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {}
@@ -126,7 +135,7 @@ void OutboxChecks::observe(std::string_view ev, const json& e) {
   if (ev == "workload.config") return onConfig(e);
   const auto object = e.find("object");
   if (object != e.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), obx::kSinkClass)) return onSink(ev, e);
-  if (!mine(e) || !e.contains("incarnation")) return;
+  if (!followed(ev) || !mine(e) || !e.contains("incarnation")) return;
   IncarnationState& inc = incarnation(e);
   ObjectState& obj = objects_[label(e)];
   auto durable = [&](const auto& txn) { onDurable(obj, txn.edits); };
@@ -141,7 +150,7 @@ void OutboxChecks::observe(std::string_view ev, const json& e) {
   if (ev == "durability") return obj.commits.decide(static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0)), durable, [](const auto&) {});
   if (ev == "commit.failed" || ev == "incarnation.end") {
     inc.open.clear();
-    inc.uncertain = false;
+    inc.uncertain = inc.engineWrites = false;
     inc.reconcile.reset();
     return;
   }
@@ -200,15 +209,20 @@ void OutboxChecks::onCommit(const json& e, bool unchanged) {
   const bool uncertain = inc.uncertain;
   const std::optional<Reconcile> reconcile = inc.reconcile;
   const std::vector<Write> writes = validated(object, inc, num(e, "t"));
-  const bool outboxCommit = std::any_of(writes.begin(), writes.end(),
-                                        [](const Write& w) { return w.kind != Write::Kind::dropSchema && w.kind != Write::Kind::resync; });
+  // A stage, claim, settlement or postponement it holds (judged only when no failed statement may
+  // have undone part of the transaction).
+  const bool outboxCommit = !uncertain && (inc.engineWrites || std::any_of(writes.begin(), writes.end(), [](const Write& w) {
+                                             return w.kind == Write::Kind::stage || w.kind == Write::Kind::abortedStage;
+                                           }));
   inc.open.clear();
-  inc.uncertain = false;
+  inc.uncertain = inc.engineWrites = false;
   inc.reconcile.reset();
   for (const Write& w : writes) obj.commits.stage(w);
   const bool tables = hasTables(object);
   // The rows the commit left, against its writes; a difference is reported once, then taken over.
-  if (tables && !uncertain)
+  // (A commit without outbox writes changes no row; a row it changed all the same is found at the
+  // next commit that has some.)
+  if (tables && outboxCommit)
     if (std::optional<Write> resync = checkRows(object, writes)) obj.commits.stage(std::move(*resync));
   uint64_t commit = 0;
   if (unchanged) {
@@ -450,8 +464,10 @@ void OutboxChecks::onMigratedNone(const json& e, IncarnationState& inc) {
 }
 
 // OBX-06: a claim takes the committed row of that generation and version, at its next attempt;
-// OBX-08: only a due row, due again at claimAt + attemptTimeoutMs; OBX-13: only on an attached channel.
+// OBX-08: only a due row, due again at claimAt + attemptTimeoutMs; OBX-12: a row of its own channel;
+// OBX-13: only on an attached channel.
 void OutboxChecks::onClaim(const json& e, IncarnationState& inc) {
+  inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
   const int64_t claimAt = num(e, "claimAt"), deadline = num(e, "deadline");
@@ -476,6 +492,13 @@ void OutboxChecks::onClaim(const json& e, IncarnationState& inc) {
     tallies_.check("OBX-06", committed && before->second.version == w.version && before->second.attempt + 1 == w.attempt, [&] {
       return object + " claimed " + named(w.row) + " version " + str(w.version) + " generation " + w.generation + " for attempt " + str(w.attempt) +
              ", not its committed row's next attempt";
+    });
+    // OBX-12: the claim of one channel takes no row of another.
+    const auto foreign = std::find_if(facts.rows.begin(), facts.rows.end(), [&](const auto& row) {
+      return row.first.first != channel && row.first.second == w.row.second && row.second.generation == w.generation;
+    });
+    tallies_.check("OBX-12", foreign == facts.rows.end(), [&] {
+      return object + " pass of " + channel + " claimed " + named(foreign->first) + " version " + str(foreign->second.version);
     });
     if (committed)
       tallies_.check("OBX-08", before->second.due <= claimAt, [&] {
@@ -544,6 +567,7 @@ void OutboxChecks::onMark(const json& e, IncarnationState& inc) {
 // batch and marked entries are rescheduled by their delay, never acknowledged; OBX-13: no
 // acknowledgement on an unattached channel.
 void OutboxChecks::onSettle(const json& e, IncarnationState& inc) {
+  inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
   const int64_t at = num(e, "at");
@@ -605,6 +629,7 @@ void OutboxChecks::checkRetryDelay(const std::string& object, const json& retrie
 // OBX-13: only a channel the incarnation does not attach is postponed: its due rows by exactly
 // 60000 ms from the pass, attempt kept, the others untouched.
 void OutboxChecks::onPostpone(const json& e, IncarnationState& inc) {
+  inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
   const int64_t until = num(e, "until"), now = until - model::kOutboxUnattachedDelayMs;

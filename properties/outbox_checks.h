@@ -17,12 +17,12 @@
 //       an aborted version after the abort), OBX-06 (a publish call carries exactly the committed
 //       claim of its pass), OBX-07 (batch shape), OBX-08 (a row claimed only once due), OBX-10 (retry
 //       delays: explicit, fixed or default bounds; a failed or marked entry is never acknowledged),
-//       OBX-12 (one pass per channel; a publish only within its channel's pass), OBX-13 (no claim
-//       or acknowledgement on a channel the incarnation does not attach), OBX-14 (at every commit of
-//       the sink: per (source, channel, key) its stored version never decreases and it stores only
-//       durable committed stages), OBX-15 (counted where the sink skipped versions), OBX-17 (a
-//       publish only after its claim is durable, with no outbox write open), OBX-18 (a mark accepted
-//       only while its batch is open)
+//       OBX-12 (one pass per channel; a claim takes rows of its own channel only, a publish comes
+//       only within its channel's pass), OBX-13 (no claim, publish or acknowledgement on a channel
+//       the incarnation does not attach), OBX-14 (at every commit of the sink: per (source, channel,
+//       key) its stored version never decreases and it stores only durable committed stages),
+//       OBX-15 (counted where the sink skipped versions), OBX-17 (a publish only after its claim is
+//       durable, with no outbox write open), OBX-18 (a mark accepted only while its batch is open)
 //   [L] at the end of the run: OBX-16 (every key of a live account converged in the sink, no row
 //       left, the last sink write within the bound after heal)
 // The options it needs (channels, batch options, retry policy) come from the application's
@@ -109,6 +109,7 @@ class OutboxChecks final : public ObjectChecker {
   struct IncarnationState {
     std::vector<Write> open;  // the open transaction's writes, in order
     bool uncertain = false;   // a statement of it failed: its savepoints may have undone some
+    bool engineWrites = false;  // it holds a claim, settlement or postponement
     std::optional<Reconcile> reconcile;  // the open transaction's last
     std::optional<std::set<std::string>> channels;  // what the application attached
     std::map<std::string, Options> options;         // by channel

@@ -83,6 +83,8 @@ const Case kCases[] = {
     {"RetryDelayOutOfBounds", {"obx.settle.write", 0, ackBecomesLateRetry}, "OBX-10"},
     // A first due time off the batch window.
     {"FirstDueOffTheWindow", {"obx.stage.write", 0, [](json& e) { e["firstAttemptAt"] = numberOf(e, "firstAttemptAt") - 1; }}, "OBX-11"},
+    // A claim of one channel reporting the row of another.
+    {"ClaimOfAnotherChannelsRow", {"obx.claim.write", 0, [](json& e) { e["channel"] = "elsewhere"; }}, "OBX-12"},
     // A second pass of a channel begun while the first runs.
     {"SecondPassOfAChannel", {"obx.pass.begin", 0, [](json&) {}, 2}, "OBX-12"},
     // An incarnation that says it attaches no channel, and claims rows all the same.
