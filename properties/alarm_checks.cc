@@ -7,6 +7,7 @@
 #include "engine/alarms_schema.h"
 #include "engine/fanout_schema.h"
 #include "engine/migrations.h"
+#include "engine/outbox_schema.h"
 #include "engine/scheduler_events.h"
 #include "properties/event_fields.h"
 
@@ -14,8 +15,17 @@ namespace durasim::properties {
 
 namespace {
 
-// The tables whose pending rows drive the object's alarm (scheduler.md 3.1), one per participant kind.
-constexpr const char* kParticipantTables[] = {DURASIM_ALARMS, DURASIM_FANOUT_DELIVERIES};
+// The tables whose pending rows drive the object's alarm (scheduler.md 3.1), one per participant kind,
+// each with the statement reading its earliest pending due time (every outbox row is pending).
+struct ParticipantTable {
+  const char* table;
+  const char* earliestPending;
+};
+constexpr ParticipantTable kParticipantTables[] = {
+    {DURASIM_ALARMS, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'"},
+    {DURASIM_FANOUT_DELIVERIES, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_FANOUT_DELIVERIES " WHERE status = 'pending'"},
+    {DURASIM_OUTBOX, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_OUTBOX},
+};
 using nlohmann::json;
 using namespace fields;
 
@@ -271,10 +281,9 @@ void AlarmChecks::checkRows(const std::string& object) {
 // holds (named alarms, fanout deliveries).
 std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
   std::optional<int64_t> next;
-  for (const char* table : kParticipantTables) {
-    if (!reader_.hasTable(object, table)) continue;
-    const std::optional<int64_t> earliest =
-        reader_(object, std::string("SELECT MIN(next_attempt_at) AS next FROM ") + table + " WHERE status = 'pending'").one().optInt64("next");
+  for (const ParticipantTable& participant : kParticipantTables) {
+    if (!reader_.hasTable(object, participant.table)) continue;
+    const std::optional<int64_t> earliest = reader_(object, participant.earliestPending).one().optInt64("next");
     if (earliest && (!next || *earliest < *next)) next = earliest;
   }
   return next;
@@ -282,7 +291,7 @@ std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
 
 bool AlarmChecks::hasParticipantTable(const std::string& object) {
   return std::any_of(std::begin(kParticipantTables), std::end(kParticipantTables),
-                     [&](const char* table) { return reader_.hasTable(object, table); });
+                     [&](const ParticipantTable& participant) { return reader_.hasTable(object, participant.table); });
 }
 
 std::map<std::string, AlarmChecks::RowState> AlarmChecks::readRows(const std::string& object) {

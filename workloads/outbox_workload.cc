@@ -49,6 +49,12 @@ std::string accountName(int64_t i) {
   return name;
 }
 
+std::string keyName(int64_t i) {
+  std::string name = "k";
+  name += std::to_string(i);
+  return name;
+}
+
 class OutboxWorkload final : public Workload {
  public:
   explicit OutboxWorkload(const nlohmann::json& options) {
@@ -174,11 +180,7 @@ class OutboxWorkload final : public Workload {
       op += "-";
       op += std::to_string(i);
       const bool emptyKey = chance(kEmptyKeyPpm);
-      std::string key;
-      if (!emptyKey) {
-        key = "k";
-        key += std::to_string(draw(0, keys_ - 1));
-      }
+      const std::string key = emptyKey ? std::string() : keyName(draw(0, keys_ - 1));
       const nlohmann::json args = {{"key", key},
                                    {"amount", draw(-50, 100)},
                                    {"abort", chance(kAbortPpm)},
