@@ -393,8 +393,11 @@ SimObject& ObjectRuntime::object(const std::string& className, const std::string
   return ref;
 }
 
+// runtime.md 11.4: every fault is switched off, a partition in progress included (only running hangs
+// finish on their drawn time); storage caps are lifted.
 void ObjectRuntime::heal() {
   for (auto& [key, object] : objects_) object->store().set_max_bytes(kStorageMaxBytes);
+  partitioned_until_.clear();
 }
 
 std::vector<ObjectStatus> ObjectRuntime::status() const {

@@ -565,8 +565,11 @@ TEST_P(OutboxVariant, GivingUpDeletesARowAfterFiveFailedPublishes) {
   rig.stage({{"x", 1}});
   rig.run_for(30'000);
   EXPECT_EQ(rig.row("default", "x").is_null(), on);
-  EXPECT_EQ(rig.publishedOf("x").size(), on ? 5u : rig.publishedOf("x").size());
-  if (!on) EXPECT_GT(rig.publishedOf("x").size(), 5u) << "retried forever";
+  if (on) {
+    EXPECT_EQ(rig.publishedOf("x").size(), 5u);
+  } else {
+    EXPECT_GT(rig.publishedOf("x").size(), 5u) << "retried forever";
+  }
 }
 
 }  // namespace
