@@ -92,4 +92,13 @@ inline constexpr std::string_view kTickSkipped = "evt.tick.skipped";
 // topic, consumer, generation: a loop ended (stopped, superseded)
 inline constexpr std::string_view kLoopEnd = "evt.loop.end";
 
+// ---- Reported by an application of the bus (workloads/bus_app.h) ----
+
+// A handler of the application was called and is about to return or throw: topic, consumer, id,
+// payload (as the handler received it), failed (it throws), error (its text, or null)
+inline constexpr std::string_view kAppHandle = "app.evt.handle";
+// The application's emit returned: topic, id (the id it returned, or the id it asked for), ok,
+// error (the error's name, or null), payload (serialized as given)
+inline constexpr std::string_view kAppEmitted = "app.evt.emitted";
+
 }  // namespace durasim::event_bus_events

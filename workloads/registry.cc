@@ -1,6 +1,7 @@
 // The list of workloads `durasim run --workload` knows; see workload.h.
 #include "workloads/alarms_workload.h"
 #include "workloads/core_workload.h"
+#include "workloads/events_workload.h"
 #include "workloads/fanout_workload.h"
 #include "workloads/log_workload.h"
 #include "workloads/outbox_workload.h"
@@ -10,7 +11,7 @@
 namespace durasim::workloads {
 
 const std::vector<WorkloadInfo>& workload_registry() {
-  static const std::vector<WorkloadInfo> registry = {alarms_workload_info(), core_workload_info(), fanout_workload_info(), log_workload_info(),
+  static const std::vector<WorkloadInfo> registry = {alarms_workload_info(), core_workload_info(), events_workload_info(), fanout_workload_info(), log_workload_info(),
                                                       outbox_workload_info(), runtime_workload_info()};
   return registry;
 }
