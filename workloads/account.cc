@@ -14,7 +14,7 @@ namespace durasim::workloads {
 namespace {
 
 constexpr int64_t kHangMinMs = 1'000, kHangMaxMs = 60'000;  // workload.handler_hang before a publish
-constexpr double kLateMarkChance = 0.05;     // marks made after waiting past the batch deadline
+constexpr double kLateMarkChance = 0.05;     // marks made at or just after the batch deadline
 constexpr double kInvalidDelayChance = 0.1;  // a retry mark first asked with a negative delay
 constexpr int64_t kMaxMarkDelayMs = 3'000;
 constexpr double kSinkRefusalChance = 0.05, kSinkRetryChance = 0.08, kSinkStallChance = 0.05;
@@ -143,7 +143,10 @@ Task<void> Account::publish(std::string channel, std::vector<OutboxEntry> entrie
   Task<nlohmann::json> calling = sink.call("apply", {{"source", label()}, {"channel", channel}, {"entries", std::move(sent)}});
   const nlohmann::json answer = co_await calling;
   if (answer.contains("error")) throw std::runtime_error("sink refused: " + answer.at("error").get<std::string>());
-  if (ctx_.random.random() < kLateMarkChance && deadline >= ctx_.clock.now()) co_await ctx_.clock.sleepUntil(deadline + 1);
+  if (ctx_.random.random() < kLateMarkChance && deadline >= ctx_.clock.now()) {
+    const int64_t markAt = deadline + (ctx_.random.random() < 0.5 ? 0 : 1);  // at the exact deadline, or just after it
+    co_await ctx_.clock.sleepUntil(markAt);
+  }
   const nlohmann::json& results = answer.at("results");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (results.at(i).at("status") != "retry") continue;

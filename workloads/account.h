@@ -4,10 +4,10 @@
 // Some deposits throw on purpose after staging (the whole transaction rolls back; reported as
 // "app.obx.aborted"); a deposit with an empty key is refused by the outbox with RangeError and rolls
 // back too. Each channel publishes by RPC to the OutboxSink, marking with entry.retry() every entry
-// the sink did not apply (now and then with an invalid delay first, which is refused, or too late,
-// after its batch closed). Before it calls the sink, workload.handler_throw / handler_hang may fail
-// or stall a publish (a stalled one may land after a newer publication). An incarnation may be built
-// without the audit channel (its rows are then retained and postponed, outbox.md 4); it states its
+// the sink did not apply (now and then with an invalid delay first, which is refused, or at or
+// after its batch deadline, when the batch may have closed). Before it calls the sink,
+// workload.handler_throw / handler_hang may fail or stall a publish (a stalled one may land after a
+// newer publication). An incarnation may be built without the audit channel (its rows are then retained and postponed, outbox.md 4); it states its
 // channels in "app.obx.channels". A retired account (method retire) removes the outbox schema in its
 // next incarnation (DurabilityOutbox::migrate(none), "app.obx.migrated_none") and refuses deposits.
 // RPC methods: deposit {key, amount, abort, audit, op} -> {versions} | {aborted} | {error {name,
