@@ -7,8 +7,8 @@
 // the sink did not apply (now and then with an invalid delay first, which is refused, or at or
 // after its batch deadline, when the batch may have closed). Before it calls the sink,
 // workload.handler_throw / handler_hang may fail or stall a publish (a stalled one may land after a
-// newer publication). An incarnation may be built without the audit channel (its rows are then retained and postponed, outbox.md 4); it states its
-// channels in "app.obx.channels". A retired account (method retire) removes the outbox schema in its
+// newer publication). An incarnation may be built without the audit channel (its rows are then
+// retained and postponed, outbox.md 4); it states its channels in "app.obx.channels". A retired account (method retire) removes the outbox schema in its
 // next incarnation (DurabilityOutbox::migrate(none), "app.obx.migrated_none") and refuses deposits.
 // RPC methods: deposit {key, amount, abort, audit, op} -> {versions} | {aborted} | {error {name,
 // message}} | {retired}; ping -> {pending {channel: rows}}; retire (resets the object).
