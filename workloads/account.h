@@ -2,16 +2,17 @@
 // the same application transaction, stages each key's new state to the "ledger" channel (and, when
 // asked, an audit record to the "audit" channel) through DurabilityOutbox on the shared scheduler.
 // Some deposits throw on purpose after staging (the whole transaction rolls back; reported as
-// "app.obx.aborted"); a deposit with an empty key is refused by the outbox with RangeError and rolls
-// back too. Each channel publishes by RPC to the OutboxSink, marking with entry.retry() every entry
-// the sink did not apply (now and then with an invalid delay first, which is refused, or at or
-// after its batch deadline, when the batch may have closed). Before it calls the sink,
+// "app.obx.aborted"); a deposit with an empty key is refused by the outbox with RangeError and
+// rolls back too. Each channel publishes by RPC to the OutboxSink, marking with entry.retry() every
+// entry the sink did not apply (now and then with an invalid delay first, which is refused, or at
+// or after its batch deadline, when the batch may have closed). Before it calls the sink,
 // workload.handler_throw / handler_hang may fail or stall a publish (a stalled one may land after a
 // newer publication). An incarnation may be built without the audit channel (its rows are then
-// retained and postponed, outbox.md 4); it states its channels in "app.obx.channels". A retired account (method retire) removes the outbox schema in its
-// next incarnation (DurabilityOutbox::migrate(none), "app.obx.migrated_none") and refuses deposits.
-// RPC methods: deposit {key, amount, abort, audit, op} -> {versions} | {aborted} | {error {name,
-// message}} | {retired}; ping -> {pending {channel: rows}}; retire (resets the object).
+// retained and postponed, outbox.md 4); it states its channels in "app.obx.channels". A retired
+// account (method retire) removes the outbox schema in its next incarnation
+// (DurabilityOutbox::migrate(none), "app.obx.migrated_none") and refuses deposits. RPC methods:
+// deposit {key, amount, abort, audit, op} -> {versions} | {aborted} | {error {name, message}} |
+// {retired}; ping -> {pending {channel: rows}}; retire (resets the object).
 //
 // OutboxSink (one object, "OutboxSink/s0"): `apply` {source, channel, entries [{key, version, value
 // (serialized)}]} keeps, per (source, channel, key), the highest version it has accepted
