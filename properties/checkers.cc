@@ -13,6 +13,7 @@
 
 #include "model/alarms_model.h"
 #include "properties/alarm_checks.h"
+#include "properties/event_bus_checks.h"
 #include "properties/event_fields.h"
 #include "properties/fanout_checks.h"
 #include "properties/lease_checks.h"
@@ -202,6 +203,21 @@ class OutboxFamily final : public Checker {
   OutboxChecks checks_;
 };
 
+class EventBusFamily final : public Checker {
+ public:
+  explicit EventBusFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
+  void record(const json& event) override {
+    checks_.record(event);
+    const std::string_view phase = phase_of(event);
+    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
+    if (phase == "check") checks_.finish();
+  }
+  void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
+
+ private:
+  EventBusChecks checks_;
+};
+
 class RoutingFamily final : public Checker {
  public:
   void record(const json& event) override {
@@ -235,6 +251,7 @@ const std::vector<CheckerEntry>& checker_registry() {
       {"routing", {"RTE"}, unscoped<RoutingFamily>()},
       {"fanout", {"FAN"}, with_scope<FanoutFamily>()},
       {"outbox", {"OBX"}, with_scope<OutboxFamily>()},
+      {"events", {"EVT"}, with_scope<EventBusFamily>()},
   };
   return registry;
 }

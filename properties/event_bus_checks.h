@@ -1,0 +1,191 @@
+// EVT invariants (invariants-events-runtime.md) over a run of objects hosting the durable event bus.
+// It follows the bus's probes (engine/event_bus_events.h; each "*.write" counts once the
+// transaction it was emitted in commits), the runtime's commit, confirmation and reset events, the
+// bus's log lines, and what the application reports ("app.evt.handle": a handler's call about to
+// end; "app.evt.emitted": an emit that returned). Stored state is read through the live store view:
+// the topic logs, pending and dead-letter indexes in work_log, the markers and records in work_kv,
+// keys computed with the spec's escaping (events.md 4).
+//   [S] at every commit holding bus writes: EVT-01 (the stored record of each first emit), EVT-07 and
+//       EVT-09 (ack markers: exactly the won inserts, none without one), EVT-15 (the events a cursor
+//       passed, and those whose status changed, accounted for), EVT-16 (the stored cursor monotone,
+//       below the issued sequence), EVT-21, EVT-23 (the stored attempt record), EVT-28, EVT-32 (the
+//       stored dead record); after every durability decision EVT-02, EVT-15, EVT-28 over the whole
+//       store; EVT-14 and EVT-41 at each completed pass; EVT-42 at each listing; EVT-05, EVT-06,
+//       EVT-25 and EVT-36 at the end
+//   [H] EVT-03 (depth), EVT-04 and EVT-44 (what handlers received), EVT-08 (an ack write follows a
+//       successful call of its pass), EVT-07 (a pass returns its won inserts), EVT-11 (healthy passes
+//       after heal), EVT-12 (the decision on every examined event, each due event called once),
+//       EVT-13, EVT-20, EVT-22 (nothing called while acked, quarantined or before nextAt), EVT-17
+//       (pass cost, passes with nothing concurrent), EVT-18, EVT-19, EVT-31, EVT-33 (each failure's
+//       outcome and records), EVT-24 (delay warnings), EVT-26, EVT-27, EVT-29, EVT-30 (releases),
+//       EVT-34 (time zero), EVT-38 (the poll loop), EVT-43 (log lines)
+//   [L] at "phase: check": EVT-10 and EVT-35 (every event acked, or quarantined, by every consumer)
+// Consumer options come from the application's "workload.config" event (else from "evt.options").
+// Not judged here: EVT-37, EVT-39, EVT-40 (model tests of the store and legacy records).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/durable_state.h"
+#include "properties/object_checker.h"
+#include "properties/store_reader.h"
+
+namespace durasim::properties {
+
+class EventBusChecks final : public ObjectChecker {
+ public:
+  EventBusChecks(StoreReader reader, std::string className);
+  // The faults healed at trace time `t`.
+  void healed(int64_t t);
+  // End-of-run checks over every object of the class (liveness after heal).
+  void finish();
+
+ private:
+  using Consumer = std::pair<std::string, std::string>;                   // (topic, consumer)
+  using Event = std::pair<std::string, std::string>;                      // (topic, id)
+  using Slot = std::tuple<std::string, std::string, std::string>;         // (topic, consumer, id)
+
+  // One bus write as its probe reported it.
+  struct Edit {
+    enum class Kind { record, ack, attempts, dead, cursor };
+    Kind kind = Kind::record;
+    std::string topic, consumer, id;
+    nlohmann::json value;  // record: payload text; ack: true (false: gone); attempts, dead: the record
+    int64_t seq = 0;       // record: its seq; cursor: the position
+    bool release = false;  // a dead record written by a release
+  };
+  // What the committed writes leave.
+  struct Facts {
+    std::map<Event, std::pair<int64_t, std::string>> log;  // -> (seq, payload)
+    std::map<std::string, std::map<int64_t, std::string>> bySeq;  // topic -> seq -> id
+    std::set<Slot> acks;
+    std::map<Slot, nlohmann::json> attempts, dead;
+    std::map<Slot, int64_t> releases;  // release writes
+    std::map<Consumer, int64_t> cursor;
+    void apply(const Edit& e);
+  };
+  struct ConsumerConfig {
+    double maxAttempts = 8;
+    std::string retry = "default";  // default | fixed | linear | invalid | function (unknown)
+    int64_t retryMs = 0;
+    int64_t pollMs = 200, maxPollMs = 6'400;
+    bool backoff = true;
+  };
+  struct Invoke {
+    std::string id;
+    std::string stamp;
+    int64_t at = 0;
+    bool handled = false, handledOk = false;
+  };
+  struct Pass {
+    Consumer consumer;
+    int64_t begin = 0, offset = 0;  // trace time; the incarnation's clock minus trace time
+    bool concurrent = false;        // another bus operation of the object ran during it
+    bool shared = false;            // another pass of its consumer ran during it
+    bool released = false;          // a release of its consumer ran during it
+    bool failure = false;           // a handler call of it failed
+    bool afterHeal = false;
+    int64_t pendingAtBegin = 0, newRecords = 0, maxSeqAtBegin = 0, won = 0;
+    std::set<std::string> healthyDue;  // EVT-11: what it must deliver
+    std::set<std::string> seen;        // examined in its pending phase
+    std::map<std::string, int> invoked, acked;
+    std::optional<std::string> due;  // examined as due, not yet invoked
+    std::map<std::string, Invoke> invokes;
+  };
+  struct Loop {
+    int64_t gap = 0, anchor = 0;  // the sleep before its next tick, from `anchor`
+    bool ticking = false, stopped = false, progressed = false;
+    std::optional<int64_t> pass;
+  };
+  struct Bus {
+    DurableState<Facts, Edit> state;
+    int64_t incarnation = 0;
+    int64_t offset = 0;
+    std::map<int64_t, Pass> passes;                // pass -> state, live incarnation
+    // This incarnation's handler calls not yet reported by the application, the successes it
+    // reported, and the ack writes issued (EVT-04, EVT-08).
+    std::map<Slot, int64_t> inFlight, successes, ackWrites;
+    std::optional<Edit> quarantine;                 // written in the failure unit probed next
+    std::map<std::pair<Consumer, int64_t>, Loop> loops;  // (consumer, generation)
+    std::map<Consumer, int64_t> interval;          // the consumer's poll interval (events.md 7)
+    std::map<Consumer, int64_t> tickOf;            // a tick begun, its pass not yet: its generation
+    std::set<Consumer> overlapped;                 // two passes of the consumer ran at once
+    std::map<Consumer, ConsumerConfig> options;    // from evt.options
+    std::set<Event> returned;                       // emits that returned (EVT-02)
+    std::set<std::string> strayAcks;                // stored ack markers no write reported (reported once)
+    std::set<Slot> failedCalls;                     // EVT-33
+    std::map<Slot, int64_t> streak;                 // handler calls since the last release (EVT-18)
+    std::set<Slot> streakUnsure;                    // a reset or a second poller during the streak
+    std::map<Slot, int64_t> awaitingRelease;        // released, not called yet (EVT-26)
+    std::map<Slot, int64_t> releasedCalls;          // evt.release "released" (EVT-30)
+    std::optional<std::string> expectedLog;         // EVT-43: the log line the last write owes
+    std::string lastLog;                            // the last event was this log line ("" otherwise)
+    std::string delayWarning;                       // a retry-delay warning since the last failure
+    bool handlerFailed = false, warned = false;
+    bool unsure = false;  // a failed statement may have undone reported writes
+  };
+
+  void observe(std::string_view ev, const nlohmann::json& e) override;
+  std::string invariant_for(std::string_view ev) const override;
+  void onConfig(const nlohmann::json& e);
+  const ConsumerConfig& config(const Bus& bus, const Consumer& c) const;
+  int64_t delayFor(const ConsumerConfig& c, int64_t n) const;
+  Bus& bus(const std::string& label, int64_t incarnation);
+
+  // event_bus_checks.cc: stored state
+  void onCommit(const std::string& label, Bus& bus, const nlohmann::json& e, bool unchanged);
+  void onDurability(const std::string& label, Bus& bus, int64_t kept);
+  void checkStored(const std::string& label, Bus& bus, const std::vector<Edit>& edits);
+  void checkAcks(const std::string& label, Bus& bus);
+  void checkSlot(const std::string& label, const Facts& facts, const Slot& slot);
+  void checkAccounted(const std::string& label, const Facts& facts, const Slot& slot, const char* id);
+  void checkWhole(const std::string& label, Bus& bus);
+  void checkKeys(const std::string& label, const Facts& facts);
+  std::optional<nlohmann::json> kv(const std::string& label, const std::string& key) const;
+  std::optional<std::pair<int64_t, std::string>> logEntry(const std::string& label, const std::string& ns, const std::string& id) const;
+  std::map<std::string, int64_t> entries(const std::string& label, const std::string& ns) const;
+  std::set<std::string> keysUnder(const std::string& label, const std::string& prefix) const;
+  std::vector<Consumer> consumersOf(const std::string& label) const;
+
+  // event_bus_history.cc: what happened
+  void onProbe(std::string_view ev, const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onEmit(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onEmitRefused(const std::string& label, const nlohmann::json& e);
+  void onEmitted(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onRejected(const std::string& label, const nlohmann::json& e);
+  void onPollBegin(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onExamine(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onInvoke(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onHandle(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onHandled(Bus& bus, const nlohmann::json& e);
+  void onOptions(Bus& bus, const nlohmann::json& e);
+  void onAck(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onFailure(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onQuarantine(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onCursor(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onPollEnd(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onReleaseWrite(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onRelease(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onList(const std::string& label, const nlohmann::json& e);
+  void onLoop(std::string_view ev, const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onLog(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void markConcurrent(Bus& bus, std::optional<int64_t> pass, const Consumer* releaseOf);
+
+  StoreReader reader_;
+  std::map<Consumer, ConsumerConfig> configs_;
+  std::vector<std::string> buses_;
+  std::optional<int64_t> healedAt_;
+  std::map<std::string, Bus> objects_;
+};
+
+}  // namespace durasim::properties
