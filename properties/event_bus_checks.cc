@@ -221,6 +221,14 @@ std::map<std::string, int64_t> EventBusChecks::entries(const std::string& label,
   return out;
 }
 
+std::map<std::string, json> EventBusChecks::valuesUnder(const std::string& label, const std::string& prefix) const {
+  std::map<std::string, json> out;
+  if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return out;
+  for (const SqlRow& r : reader_(label, "SELECT key, value FROM " DURASIM_EVENTS_KV " WHERE key >= ? AND key < ?", {prefix, pastPrefix(prefix)}).toVector())
+    out[r.text("key")] = deserialize(r.text("value"));
+  return out;
+}
+
 std::set<std::string> EventBusChecks::keysUnder(const std::string& label, const std::string& prefix) const {
   std::set<std::string> out;
   if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return out;
@@ -388,13 +396,14 @@ void EventBusChecks::onDurability(const std::string& label, Bus& b, int64_t kept
   checkWhole(label, b);
 }
 
-// Over the whole store of an object: EVT-02, EVT-15, EVT-21, EVT-28 and the ack count.
+// Over the whole store of an object: EVT-02, EVT-15, EVT-21, EVT-28, the ack count, and every
+// attempt and dead record (EVT-19, EVT-32).
 void EventBusChecks::checkWhole(const std::string& label, Bus& b) {
   for (const auto& [topic, id] : b.returned) {
     const bool stored = logEntry(label, Keys(topic, "", true).log(), id).has_value();
     tallies_.check("EVT-02", stored, [&] { return label + " no longer stores " + topic + "/" + id + ", whose emit returned"; });
   }
-  const Facts& facts = b.state.local();
+  const Facts& facts = b.state.staged();
   for (const auto& [topic, consumer] : consumersOf(label)) {
     const auto records = facts.bySeq.find(topic);
     if (records == facts.bySeq.end()) continue;
@@ -405,6 +414,23 @@ void EventBusChecks::checkWhole(const std::string& label, Bus& b) {
     }
   }
   checkAcks(label, b);
+  // Every stored attempt and dead record is the one the reported writes leave: nothing else (a
+  // release that returned false, say) changed one.
+  std::map<std::string, json> dead, attempts;
+  for (const auto& [slot, value] : facts.dead) dead[Keys(std::get<0>(slot), std::get<1>(slot), true).dead(std::get<2>(slot))] = value;
+  for (const auto& [slot, value] : facts.attempts)
+    attempts[Keys(std::get<0>(slot), std::get<1>(slot), true).attempts(std::get<2>(slot))] = value;
+  auto compare = [&](const char* id, const std::string& prefix, const std::map<std::string, json>& expected) {
+    const std::map<std::string, json> stored = valuesUnder(label, prefix);
+    std::vector<std::string> differ;
+    for (const auto& [key, value] : stored)
+      if (!expected.count(key) || expected.at(key) != value) differ.push_back(key + " = " + value.dump());
+    for (const auto& [key, value] : expected)
+      if (!stored.count(key)) differ.push_back(key + " absent");
+    tallies_.check(id, differ.empty(), [&] { return label + " stores records no reported write left: " + json(differ).dump(); });
+  };
+  compare("EVT-32", std::string(events::keys::kDead), dead);
+  compare("EVT-19", std::string(events::keys::kAttempts), attempts);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,9 +9,10 @@
 //       EVT-09 (ack markers: exactly the won inserts, none without one), EVT-15 (the events a cursor
 //       passed, and those whose status changed, accounted for), EVT-16 (the stored cursor monotone,
 //       below the issued sequence), EVT-21, EVT-23 (the stored attempt record), EVT-28, EVT-32 (the
-//       stored dead record); after every durability decision EVT-02, EVT-15, EVT-28 over the whole
-//       store; EVT-14 and EVT-41 at each completed pass; EVT-42 at each listing; EVT-05, EVT-06,
-//       EVT-25 and EVT-36 at the end
+//       stored dead record); after every durability decision and at the end, over the whole store:
+//       EVT-02, EVT-15, EVT-21, EVT-28, the ack count, and every attempt and dead record against the
+//       reported writes (EVT-19, EVT-32); EVT-14 and EVT-41 at each completed pass; EVT-42 at each
+//       listing; EVT-01, EVT-05, EVT-06, EVT-25, EVT-30 and EVT-36 at the end
 //   [H] EVT-03 (depth), EVT-04 and EVT-44 (what handlers received), EVT-08 (an ack write follows a
 //       successful call of its pass), EVT-07 (a pass returns its won inserts), EVT-11 (healthy passes
 //       after heal), EVT-12 (the decision on every examined event, each due event called once),
@@ -21,6 +22,7 @@
 //       EVT-34 (time zero), EVT-38 (the poll loop), EVT-43 (log lines)
 //   [L] at "phase: check": EVT-10 and EVT-35 (every event acked, or quarantined, by every consumer)
 // Consumer options come from the application's "workload.config" event (else from "evt.options").
+// What a replaced incarnation still runs is not followed (its storage calls throw; RT-08's).
 // Not judged here: EVT-37, EVT-39, EVT-40 (model tests of the store and legacy records).
 #pragma once
 
@@ -98,6 +100,7 @@ class EventBusChecks final : public ObjectChecker {
     int64_t pendingAtBegin = 0, newRecords = 0, maxSeqAtBegin = 0, won = 0;
     std::set<std::string> healthyDue;  // EVT-11: what it must deliver
     std::set<std::string> seen;        // examined in its pending phase
+    std::set<std::string> waiting;     // ... and found waiting there
     std::map<std::string, int> invoked, acked;
     std::optional<std::string> due;  // examined as due, not yet invoked
     std::map<std::string, Invoke> invokes;
@@ -155,6 +158,7 @@ class EventBusChecks final : public ObjectChecker {
   std::optional<std::pair<int64_t, std::string>> logEntry(const std::string& label, const std::string& ns, const std::string& id) const;
   std::map<std::string, int64_t> entries(const std::string& label, const std::string& ns) const;
   std::set<std::string> keysUnder(const std::string& label, const std::string& prefix) const;
+  std::map<std::string, nlohmann::json> valuesUnder(const std::string& label, const std::string& prefix) const;
   std::vector<Consumer> consumersOf(const std::string& label) const;
 
   // event_bus_history.cc: what happened

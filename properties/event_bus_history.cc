@@ -262,6 +262,7 @@ void EventBusChecks::onExamine(const std::string& label, Bus& b, const json& e) 
   std::string expected;
   if (phase == "pending") {
     p.seen.insert(id);
+    if (decision == "waiting") p.waiting.insert(id);
     expected = waiting ? "waiting" : acked ? "acked" : held ? "quarantined" : !logEntry(label, keys.log(), id) ? "gone" : "due";
   } else {
     ++p.newRecords;
@@ -409,6 +410,9 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
   else if (facts.acks.count(slot)) expected = "alreadyDelivered";
   else if (att != present(e.at("expected"))) expected = "attemptRaced";
   else expected = static_cast<double>(n) >= conf.maxAttempts ? "quarantined" : "retrying";
+  // A discarded attempt writes no attempt or dead record (EVT-31, EVT-33, EVT-19).
+  if (outcome != "retrying" && outcome != "quarantined")
+    tallies_.check(invariantOfOutcome(outcome), !written && !b.quarantine, [&] { return name + " discarded attempt (" + outcome + ") wrote records"; });
   if (call) {
     tallies_.check(invariantOfOutcome(expected), outcome == expected, [&] {
       return name + " failure recorded as " + outcome + ", the records give " + expected + " (attempt record " + (att ? att->dump() : std::string("absent")) +
@@ -520,9 +524,8 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
   for (const auto& [event, seq] : entries(label, keys.pending())) {
     const auto rec = facts.log.find({topic, event});
     const bool ours = rec != facts.log.end() && rec->second.first == seq && seq <= frontier;
-    // A waiting entry is examined no further (events.md 6.4 A1), stale or not.
-    const bool waiting = nextAtOf(kv(label, keys.attempts(event))) > num(e, "t") + p.offset;
-    const bool stale = !p.shared && !p.released && !waiting && (kv(label, keys.ack(event)) || quarantined(kv(label, keys.dead(event))));
+    // An entry the pass found waiting is examined no further (events.md 6.4 A1), stale or not.
+    const bool stale = !p.shared && !p.released && !p.waiting.count(event) && (kv(label, keys.ack(event)) || quarantined(kv(label, keys.dead(event))));
     tallies_.check("EVT-41", ours && !stale, [&] {
       return name + " left pending entry " + event + " (seq " + str(seq) + ")" + (ours ? " acked or quarantined" : " naming no event of the topic at or below the frontier");
     });

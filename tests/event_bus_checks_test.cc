@@ -89,6 +89,8 @@ const Case kCases[] = {
     {"NextAtOffTheDelay", {std::string(ev::kFailureWrite), 0, [](json& e) { e["attempts"]["nextAt"] = numberOf(e["attempts"], "nextAt") + 1; }}, "EVT-23"},
     // An attempt record due before the failure.
     {"NextAtBeforeTheFailure", {std::string(ev::kFailureWrite), 0, [](json& e) { e["attempts"]["nextAt"] = 0; }}, "EVT-24"},
+    // A failure reported as lost to a concurrent attempt write, which it made all the same.
+    {"DiscardedAttemptWrites", {std::string(ev::kFailureWrite), 0, [](json& e) { e["outcome"] = "attemptRaced"; }}, "EVT-19"},
     // A refusal with a message the spec does not give.
     {"RefusalMessage", {std::string(ev::kRejected), 0, [](json& e) { e["message"] = "bad input"; }}, "EVT-25"},
     // A release reported as finding no dead record while one is stored.
@@ -363,6 +365,7 @@ TEST(EventBusChecksStream, ExtraRecordsInARunWithoutFailuresViolateEvt36) {
   rig.put(StreamRig::keys().attempts("e1"), json{{"n", 0}, {"nextAt", 0}});
   rig.finish();
   EXPECT_EQ(rig.violations("EVT-36"), 1u);
+  EXPECT_EQ(rig.violations("EVT-19"), 1u) << "an attempt record no reported write left";
   EXPECT_EQ(rig.violations("EVT-10"), 1u) << "e1 was never delivered";
 }
 
