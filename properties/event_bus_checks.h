@@ -135,6 +135,7 @@ class EventBusChecks final : public ObjectChecker {
     std::string lastLog;                            // the last event was this log line ("" otherwise)
     std::string delayWarning;                       // a retry-delay warning since the last failure
     bool handlerFailed = false, warned = false;
+    bool faulted = false;  // a fault was injected into the object (its warnings are excused, EVT-36)
     bool unsure = false;  // a failed statement may have undone reported writes
   };
 

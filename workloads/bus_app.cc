@@ -138,6 +138,9 @@ Task<nlohmann::json> Bus::call(std::string_view method, const nlohmann::json& ar
     Task<nlohmann::json> listing = dead(args.at("topic").get<std::string>(), args.at("consumer").get<std::string>());
     co_return co_await listing;
   }
+  if (method == "restart") co_return restart(args.at("topic").get<std::string>(), args.at("consumer").get<std::string>());
+  if (method == "subscribe")
+    co_return subscribe(args.at("topic").get<std::string>(), args.at("consumer").get<std::string>(), args.at("maxAttempts").get<double>());
   throw std::invalid_argument("Bus has no method " + std::string(method));
 }
 
@@ -168,6 +171,28 @@ Task<nlohmann::json> Bus::pollOnce(std::string topic, std::string name) {
   Task<int64_t> polling = second->poll();
   const int64_t delivered = co_await polling;
   co_return nlohmann::json{{"delivered", delivered}};
+}
+
+nlohmann::json Bus::restart(const std::string& topic, const std::string& name) {
+  for (std::size_t i = 0; i < config_.consumers.size(); ++i) {
+    if (config_.consumers[i].topic != topic || config_.consumers[i].name != name) continue;
+    consumers_[i]->stop();
+    consumers_[i]->start();
+    return nlohmann::json::object();
+  }
+  throw std::invalid_argument("Bus has no consumer " + name);
+}
+
+// A consumer with the configured options but a client's maxAttempts; nothing polls it.
+nlohmann::json Bus::subscribe(const std::string& topic, const std::string& name, double maxAttempts) {
+  events::ConsumerOptions o = options(consumerOf(topic, name));
+  o.maxAttempts = maxAttempts;
+  try {
+    events::createConsumer(bus_, topic, handler(consumerOf(topic, name)), std::move(o));
+  } catch (const DurabilityError& e) {
+    return errorJson(e.name(), e.what());
+  }
+  return nlohmann::json::object();
 }
 
 Task<nlohmann::json> Bus::release(std::string topic, std::string name, std::string id) {

@@ -8,7 +8,10 @@
 // RPC methods: emit {topic, payload, id?, maxDepth?} -> {id} | {error {name, message}} (reported as
 // "app.evt.emitted"); poll {topic, consumer}: one pass of a second poller under the consumer's name,
 // racing the loop (events.md 6.8) -> {delivered} | {error}; release {topic, consumer, id} ->
-// {released}; dead {topic, consumer} -> {events [{id, status}]}.
+// {released}; dead {topic, consumer} -> {events [{id, status}]}; restart {topic, consumer}: stops the
+// consumer's loop and starts it again at once (possibly during a tick, events.md 7) -> {};
+// subscribe {topic, consumer, maxAttempts}: a consumer built with options a client chose, refused
+// when they are invalid (events.md 6.1) -> {} | {error {name, message}}.
 #pragma once
 
 #include <cstdint>
@@ -67,13 +70,15 @@ class Bus final : public DurableObject {
   Task<nlohmann::json> pollOnce(std::string topic, std::string name);
   Task<nlohmann::json> release(std::string topic, std::string name, std::string id);
   Task<nlohmann::json> dead(std::string topic, std::string name);
+  nlohmann::json restart(const std::string& topic, const std::string& name);
+  nlohmann::json subscribe(const std::string& topic, const std::string& name, double maxAttempts);
 
   ObjectContext& ctx_;
   BusConfig config_;
   const bool* healed_;
   events::SqliteWorkStore store_;
   events::EventsContext bus_;
-  std::vector<std::shared_ptr<events::Consumer>> consumers_;
+  std::vector<std::shared_ptr<events::Consumer>> consumers_;  // in the order of config.consumers
 };
 
 }  // namespace durasim::workloads

@@ -7,9 +7,11 @@
 // emit with explicit ids (retried with the same id while the outcome is uncertain), some ids reused
 // with another payload, some emits bounded by maxDepth, a few without an id (tried once) and a few
 // with an empty topic or id, which must be refused definitely (EVT-25, checked here on the
-// answers). While faults are on, a racer runs second pollers under existing consumer names and an
-// operator releases dead events with several racing releases of one event; after heal the operator
-// releases every quarantined event until every consumer has acknowledged every event.
+// answers). While faults are on, a racer runs second pollers under existing consumer names, restarts
+// loops (stop then start, maybe during a tick) and asks for consumers with an invalid maxAttempts
+// (which must be refused, EVT-25, checked here); an operator releases dead events with several
+// racing releases of one event; after heal the operator releases every quarantined event until every
+// consumer has acknowledged every event.
 #include "workloads/events_workload.h"
 
 #include <algorithm>
@@ -47,6 +49,7 @@ constexpr int64_t kPollChoices[] = {100, 200, 1'000};
 constexpr int64_t kFixedDelayChoices[] = {0, 200, 2'000};
 constexpr int64_t kLinearStepMs = 500;
 constexpr int64_t kHandlerTimeoutMs = 2'000;
+constexpr double kInvalidAttempts[] = {0, -1, 2.5};
 
 std::string busName(int64_t i) {
   std::string name = "b";
@@ -238,15 +241,40 @@ class EventsWorkload final : public Workload {
     });
   }
 
-  // While faults are on: a second poller under an existing consumer name now and then.
+  // While faults are on: a second poller under an existing consumer name, a loop stopped and
+  // started again at once, or a consumer asked for with an invalid maxAttempts (which must be
+  // refused with RangeError, events.md 6.1).
   Task<void> racer() {
     while (!healed_) {
       co_await world_->sleep_for(draw(1, kRaceEveryMs));
       if (healed_) break;
       const BusConsumerConfig& c = anyConsumer();
-      ++races_;
-      Task<Reply> polling = client_->call(busName(draw(0, buses_ - 1)), "poll", {{"topic", c.topic}, {"consumer", c.name}});
-      co_await polling;
+      const std::string bus = busName(draw(0, buses_ - 1));
+      const nlohmann::json who = {{"topic", c.topic}, {"consumer", c.name}};
+      switch (draw(0, 3)) {
+        case 0: {
+          Task<Reply> restarting = client_->call(bus, "restart", who);
+          co_await restarting;
+          break;
+        }
+        case 1: {
+          nlohmann::json args = who;
+          args["maxAttempts"] = pick(kInvalidAttempts);
+          Task<Reply> subscribing = client_->call(bus, "subscribe", args);
+          const Reply reply = co_await subscribing;
+          if (reply.ok())
+            expectations_.check("EVT-25", reply.value.contains("error") && reply.value.at("error").at("name") == "RangeError", [&] {
+              return "a consumer asked of " + bus + " with " + args.dump() + " was answered " + reply.value.dump() + ", not RangeError";
+            });
+          break;
+        }
+        default: {
+          ++races_;
+          Task<Reply> polling = client_->call(bus, "poll", who);
+          co_await polling;
+          break;
+        }
+      }
     }
   }
 
