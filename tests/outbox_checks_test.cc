@@ -98,12 +98,14 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Stream, OutboxCheckMutations, ::testing::ValuesIn(kCases), [](const auto& info) { return std::string(info.param.name); });
 
 // ---------------------------------------------------------------------------------------------
-// The calibration variants, caught from the stored rows and the sink (a seed each)
+// The calibration variants, caught from the stored rows and the sink within the first seeds (the
+// first catching seed moves when the workload changes; the bound is what the test holds)
+
+constexpr uint64_t kVariantSeeds = 20;
 
 struct VariantCase {
   const char* variant;
   const char* faults;
-  uint64_t seed;
   const char* caught_by;
 };
 
@@ -115,17 +117,21 @@ TEST_P(OutboxVariants, AreCaughtByTheirInvariant) {
   config.workload = "outbox";
   config.faults = c.faults;
   config.variants = {c.variant};
-  const cli::SeedOutcome outcome = cli::run_seed(config, c.seed);
-  const auto found = outcome.tallies.by_id().find(c.caught_by);
-  EXPECT_TRUE(found != outcome.tallies.by_id().end() && found->second.violated > 0) << c.variant << " not caught by " << c.caught_by;
+  bool caught = false;
+  for (uint64_t seed = 0; seed < kVariantSeeds && !caught; ++seed) {
+    const cli::SeedOutcome outcome = cli::run_seed(config, seed);
+    const auto found = outcome.tallies.by_id().find(c.caught_by);
+    caught = found != outcome.tallies.by_id().end() && found->second.violated > 0;
+  }
+  EXPECT_TRUE(caught) << c.variant << " not caught by " << c.caught_by << " in seeds 0.." << kVariantSeeds - 1;
 }
 
 const VariantCase kVariants[] = {
-    {"outbox.version_from_rows", "none", 0, "OBX-02"},
-    {"outbox.stage_own_transaction", "none", 0, "OBX-04"},
-    {"outbox.ack_ignores_generation", "none", 0, "OBX-05"},
-    {"outbox.give_up_after_max_attempts", "recoverable", 4, "OBX-09"},  // five failed publishes need faults
-    {"sink.last_writer_wins", "none", 4, "OBX-14"},
+    {"outbox.version_from_rows", "none", "OBX-02"},
+    {"outbox.stage_own_transaction", "none", "OBX-04"},
+    {"outbox.ack_ignores_generation", "none", "OBX-05"},
+    {"outbox.give_up_after_max_attempts", "recoverable", "OBX-09"},  // five failed publishes need faults
+    {"sink.last_writer_wins", "none", "OBX-14"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Variant, OutboxVariants, ::testing::ValuesIn(kVariants), [](const auto& info) {
