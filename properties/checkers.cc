@@ -173,9 +173,12 @@ class LeaseFamily final : public Checker {
   LeaseChecks checks_;
 };
 
-class FanoutFamily final : public Checker {
+// A capability's checker that learns the heal time at phase "liveness" and runs its end-of-run
+// checks at phase "check" (fanout, outbox, event bus).
+template <class Checks>
+class HealedFamily final : public Checker {
  public:
-  explicit FanoutFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
+  explicit HealedFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
   void record(const json& event) override {
     checks_.record(event);
     const std::string_view phase = phase_of(event);
@@ -185,37 +188,7 @@ class FanoutFamily final : public Checker {
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 
  private:
-  FanoutChecks checks_;
-};
-
-class OutboxFamily final : public Checker {
- public:
-  explicit OutboxFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
-  void record(const json& event) override {
-    checks_.record(event);
-    const std::string_view phase = phase_of(event);
-    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
-    if (phase == "check") checks_.finish();
-  }
-  void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
-
- private:
-  OutboxChecks checks_;
-};
-
-class EventBusFamily final : public Checker {
- public:
-  explicit EventBusFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
-  void record(const json& event) override {
-    checks_.record(event);
-    const std::string_view phase = phase_of(event);
-    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
-    if (phase == "check") checks_.finish();
-  }
-  void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
-
- private:
-  EventBusChecks checks_;
+  Checks checks_;
 };
 
 class RoutingFamily final : public Checker {
@@ -249,9 +222,9 @@ const std::vector<CheckerEntry>& checker_registry() {
       {"log", {"LOG"}, with_scope<LogFamily>()},
       {"leases", {"LSE"}, with_scope<LeaseFamily>()},
       {"routing", {"RTE"}, unscoped<RoutingFamily>()},
-      {"fanout", {"FAN"}, with_scope<FanoutFamily>()},
-      {"outbox", {"OBX"}, with_scope<OutboxFamily>()},
-      {"events", {"EVT"}, with_scope<EventBusFamily>()},
+      {"fanout", {"FAN"}, with_scope<HealedFamily<FanoutChecks>>()},
+      {"outbox", {"OBX"}, with_scope<HealedFamily<OutboxChecks>>()},
+      {"events", {"EVT"}, with_scope<HealedFamily<EventBusChecks>>()},
   };
   return registry;
 }
