@@ -46,11 +46,7 @@ TEST(AlarmChecks, TheUnmutatedStreamPassesEveryCheck) {
     EXPECT_GT(checked.tallies.by_id().at(id).checked, 0u) << id;
 }
 
-struct Case {
-  const char* name;
-  Mutation mutation;
-  const char* caught_by;
-};
+using Case = mutated::MutationCase;
 
 class AlarmCheckMutations : public testing::TestWithParam<Case> {};
 

@@ -30,11 +30,7 @@ TEST(FanoutChecks, TheUnmutatedStreamPassesEveryCheck) {
     EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id << " was never checked";
 }
 
-struct Case {
-  const char* name;
-  Mutation mutation;
-  const char* caught_by;
-};
+using Case = MutationCase;
 
 class FanoutCheckMutations : public ::testing::TestWithParam<Case> {};
 

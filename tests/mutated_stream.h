@@ -60,6 +60,13 @@ class MutatingObserver final : public sim::TraceSink {
   bool applied_ = false;
 };
 
+// One mutated-stream test case: its name, the mutation, and the invariant that must catch it.
+struct MutationCase {
+  const char* name;
+  Mutation mutation;
+  const char* caught_by;
+};
+
 struct Checked {
   sim::Tallies tallies;
   bool applied = false;
