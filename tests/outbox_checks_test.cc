@@ -34,7 +34,7 @@ TEST(OutboxChecks, TheUnmutatedStreamPassesEveryCheck) {
     EXPECT_GT(checked.tallies.by_id().count(id) ? checked.tallies.by_id().at(id).checked : 0u, 0u) << id << " was never checked";
 }
 
-using Case = MutationCase;
+using Case = mutated::MutationCase;
 
 class OutboxCheckMutations : public ::testing::TestWithParam<Case> {};
 
