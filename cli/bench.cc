@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/seed_run.h"
+#include "engine/variants.h"
 #include "traces/trace_file.h"
 #include "workloads/workload.h"
 
@@ -187,6 +188,49 @@ void checking_share(double scale, std::vector<Figure>& figures) {
   }
 }
 
+// (g) the event bus's poll cost (events.md 11): exact read counts, and idle-poll wall time that
+// does not grow with the log.
+void pushCounts(std::vector<Figure>& figures, const std::string& id, const std::string& what, const PollCost& cost,
+                std::optional<std::pair<int64_t, int64_t>> expected) {
+  const auto target = [&](int64_t v) { return expected ? "= " + std::to_string(v) : std::string(); };
+  const auto met = [&](int64_t got, int64_t v) { return expected ? std::optional<bool>(got == v) : std::nullopt; };
+  figures.push_back({id + ".lists", what + ": lists", static_cast<double>(cost.lists), "lists", target(expected ? expected->first : 0),
+                     met(cost.lists, expected ? expected->first : 0)});
+  figures.push_back({id + ".gets", what + ": gets", static_cast<double>(cost.gets), "gets", target(expected ? expected->second : 0),
+                     met(cost.gets, expected ? expected->second : 0)});
+}
+
+void event_bus_polls(double scale, std::vector<Figure>& figures) {
+  const std::set<std::string> reference = {std::string(variants::kEventsFullRescanWhenFrozen), std::string(variants::kEventsFailureTwoStep)};
+  const int kPolls = scaled(200, scale) | 1, kRescans = scaled(5, scale) | 1;  // a rescan of 50,000 events takes a third of a second
+  const EventBusPollCost small = measure_event_bus_polls(5'000, {}, kPolls);
+  const EventBusPollCost large = measure_event_bus_polls(50'000, {}, kPolls);
+  const EventBusPollCost refSmall = measure_event_bus_polls(5'000, reference, kRescans);
+  const EventBusPollCost refLarge = measure_event_bus_polls(50'000, reference, kRescans);
+  const EventBusPollCost byTime = measure_event_bus_polls(5'000, {std::string(variants::kEventsOrderByTimestamp)}, kRescans);
+  pushCounts(figures, "g.5000.delivering", "bus, 5,000 events, e10 failing: first pass", small.delivering, std::pair{101, 15'103});
+  pushCounts(figures, "g.5000.frozen", "bus, 5,000 events: idle poll, bookmark frozen", small.frozen, std::pair{2, 2});
+  pushCounts(figures, "g.5000.quarantined", "bus, 5,000 events: poll after quarantine", small.quarantined, std::pair{2, 1});
+  pushCounts(figures, "g.50000.frozen", "bus, 50,000 events: idle poll, bookmark frozen", large.frozen, std::pair{2, 2});
+  pushCounts(figures, "g.50000.healthy", "bus, 50,000 events: idle poll, healthy consumer", large.healthy, std::pair{2, 1});
+  const double frozenVsHealthy = large.frozen.seconds / large.healthy.seconds;
+  figures.push_back({"g.50000.frozen_vs_healthy", "bus, 50,000 events: frozen / healthy idle poll, wall time", frozenVsHealthy, "x", "<= 2",
+                     frozenVsHealthy <= 2});
+  const double growth = large.frozen.seconds / small.frozen.seconds;
+  figures.push_back({"g.frozen_50000_vs_5000", "bus: frozen idle poll at 50,000 / at 5,000 events, wall time", growth, "x", "<= 1.2", growth <= 1.2});
+  figures.push_back({"g.50000.frozen_ms", "bus, 50,000 events: frozen idle poll", 1000 * large.frozen.seconds, "ms", "", std::nullopt});
+  pushCounts(figures, "g.reference.5000.delivering", "reference (full rescan, two-step failure), 5,000: first pass", refSmall.delivering,
+             std::pair{100, 15'003});
+  pushCounts(figures, "g.reference.5000.frozen", "reference, 5,000: idle poll, bookmark frozen", refSmall.frozen, std::pair{100, 5'004});
+  pushCounts(figures, "g.reference.5000.quarantined", "reference, 5,000: poll after quarantine", refSmall.quarantined, std::pair{1, 52});
+  figures.push_back({"g.reference.50000.frozen_vs_healthy", "reference, 50,000 events: frozen / healthy idle poll, wall time",
+                     refLarge.frozen.seconds / refLarge.healthy.seconds, "x", "", std::nullopt});
+  figures.push_back({"g.reference.50000.frozen_ms", "reference, 50,000 events: frozen idle poll", 1000 * refLarge.frozen.seconds, "ms", "",
+                     std::nullopt});
+  pushCounts(figures, "g.by_timestamp.5000.delivering", "order_by_timestamp, 5,000: first pass", byTime.delivering, std::nullopt);
+  pushCounts(figures, "g.by_timestamp.5000.frozen", "order_by_timestamp, 5,000: idle poll, bookmark frozen", byTime.frozen, std::nullopt);
+}
+
 std::string format_value(double v) {
   std::ostringstream s;
   if (v >= 1000) s << std::fixed << std::setprecision(0) << v;
@@ -220,6 +264,10 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
     err << "durasim bench: --scale must be in (0, 100], got " << options.scale << "\n";
     return kExitBadInput;
   }
+  if (options.only.find_first_not_of("abcdefg") != std::string::npos) {
+    err << "durasim bench: --only takes letters of the parts a..g, got '" << options.only << "'\n";
+    return kExitBadInput;
+  }
   std::vector<Figure> figures;
   const std::vector<std::pair<const char*, std::function<void()>>> parts = {
       {"(a) workloads at defaults", [&] { workload_speed(options.scale, figures); }},
@@ -228,9 +276,11 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
       {"(d) replay against the run", [&] { replay_cost(options.scale, figures); }},
       {"(e) memory over many seeds", [&] { if (options.rss) memory_growth(options.scale, figures); }},
       {"(f) the cost of checking", [&] { checking_share(options.scale, figures); }},
+      {"(g) the event bus's poll cost", [&] { event_bus_polls(options.scale, figures); }},
   };
   try {
     for (const auto& [label, measure] : parts) {
+      if (!options.only.empty() && options.only.find(label[1]) == std::string::npos) continue;
       err << "durasim bench: " << label << "...\n";
       measure();
     }

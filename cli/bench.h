@@ -2,12 +2,14 @@
 // run and printed beside their targets (docs/performance.md): (a) seeds/s and simulated ÷ wall per
 // workload, (b) seeds per CPU-hour of a heavy log workload, (c) the log's append against raw inserts,
 // (d) replay against the original run, (e) peak RSS after 1,000 and 10,000 runtime seeds, (f) the
-// share of run time spent in checkers. Figures are measurements, never assertions: a missed target
+// share of run time spent in checkers, (g) the event bus's poll cost (events.md 11). Figures are measurements, never assertions: a missed target
 // is reported, and the exit code stays 0.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 
 namespace durasim::cli {
@@ -16,6 +18,7 @@ struct BenchOptions {
   double scale = 1.0;               // multiplies every seed count and batch count (--quick: 0.1)
   std::optional<std::string> json;  // also write the figures to this file
   bool rss = true;                  // (e) runs 11,000 runtime seeds in child processes
+  std::string only;                 // the letters of the parts to run ("g", "ad"); empty: all
 };
 
 int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err);
@@ -28,5 +31,20 @@ struct AppendCost {
   double engine_s = 0, raw_s = 0;
 };
 AppendCost measure_append_cost(int batches);
+
+// (g): the reads of one poll (the store's counters) and, for idle polls, their median wall time.
+struct PollCost {
+  int64_t lists = 0, gets = 0;
+  double seconds = 0;
+};
+// events.md 11 on a file-backed store: a topic of `events` events, consumer "c" failing e10 always,
+// "h" healthy. delivering: c's first pass; frozen: c idle behind the waiting e10; healthy: h idle
+// after its first pass; quarantined: c's poll after e10 was quarantined (the default schedule's 8
+// attempts, an hour apart). Idle figures are the median of `idle_polls` polls (odd, >= 1).
+struct EventBusPollCost {
+  int64_t events = 0;
+  PollCost delivering, frozen, healthy, quarantined;
+};
+EventBusPollCost measure_event_bus_polls(int64_t events, const std::set<std::string>& variants, int idle_polls);
 
 }  // namespace durasim::cli

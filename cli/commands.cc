@@ -82,7 +82,7 @@ std::string shell_word(const std::string& text) {
 std::string reproduce_command(const workloads::RunConfig& config, uint64_t seed) {
   const workloads::RunConfig defaults;
   std::string command = "durasim run --workload " + shell_word(config.workload) + " --faults " + config.faults;
-  if (config.start_time != defaults.start_time) command += " --start-time " + std::to_string(config.start_time);
+  if (config.start_time) command += " --start-time " + std::to_string(*config.start_time);
   if (config.safety_ms != defaults.safety_ms) command += " --safety-ms " + std::to_string(config.safety_ms);
   if (config.liveness_ms != defaults.liveness_ms) command += " --liveness-ms " + std::to_string(config.liveness_ms);
   if (config.limits.total != defaults.limits.total) command += " --max-events " + std::to_string(config.limits.total);

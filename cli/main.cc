@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--save-trace", run.save_trace, "write the trace to FILE ('{seed}' is replaced by the seed)");
   run_cmd->add_flag("--verbose,-v", run.verbose, "print each seed's hash");
   run_cmd->add_flag("--check-determinism", run.check_determinism, "check RT-01 and RT-23 (a second run, a replay from the choices) on every seed, not every 16th");
-  run_cmd->add_option("--start-time", run.start_time, "simulated start time in ms (default 1700000000000)");
+  run_cmd->add_option("--start-time", run.start_time, "simulated start time in ms (default: drawn per seed: 0, [1, 999] or 1700000000000 + [0, 10^11))");
   run_cmd->add_option("--safety-ms", run.safety_ms, "length of the safety phase in simulated ms");
   run_cmd->add_option("--liveness-ms", run.liveness_ms, "liveness deadline after heal in simulated ms");
   run_cmd->add_option("--max-events", run.max_events, "stop a seed as a runaway failure after this many events (default 20000000)");
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--scale", bench.scale, "multiply every seed and batch count (default 1)");
   bench_cmd->add_flag("--quick", bench_quick, "--scale 0.1: a rough run in well under a minute");
   bench_cmd->add_option("--json", bench_json, "also write the figures to FILE as JSON");
+  bench_cmd->add_option("--only", bench.only, "run only the parts with these letters (e.g. g, or ad)");
   bench_cmd->add_flag("--no-rss", [&](int64_t) { bench.rss = false; }, "skip (e), which runs 11,000 runtime seeds in child processes");
 
   MutantsOptions mutants;

@@ -67,13 +67,13 @@ workloads::RunConfig config_of(const VariantInfo& variant) {
 }
 
 // The earliest simulated time (ms since the run's start) at which one of `caught` was violated.
-std::optional<int64_t> detection_time(const SeedOutcome& outcome, const workloads::RunConfig& config) {
+std::optional<int64_t> detection_time(const SeedOutcome& outcome) {
   std::optional<int64_t> earliest;
   for (const auto& [id, tally] : outcome.tallies.by_id())
     if (tally.violated && tally.first_violation_ms && (!earliest || *tally.first_violation_ms < *earliest))
       earliest = *tally.first_violation_ms;
   if (!earliest) return outcome.simulated_ms;  // a stuck or aborted run: detected at its end
-  return *earliest - config.start_time;
+  return *earliest - outcome.start_time;
 }
 
 MutantResult run_variant(const VariantInfo& variant, const MutantsOptions& options, const std::filesystem::path& trace_dir) {
@@ -94,7 +94,7 @@ MutantResult run_variant(const VariantInfo& variant, const MutantsOptions& optio
     result.failure = outcome.failure();
     for (const auto& [id, tally] : outcome.tallies.by_id())
       if (tally.violated) result.caught_by.insert(id);
-    result.detection_ms = detection_time(outcome, config);
+    result.detection_ms = detection_time(outcome);
     result.trace_events = trace.events.size();
     const bool expected = std::any_of(variant.expected.begin(), variant.expected.end(),
                                       [&](std::string_view id) { return result.caught_by.count(std::string(id)) > 0; });

@@ -29,7 +29,8 @@ std::vector<properties::FamilyScope> scopes_of(const workloads::WorkloadInfo& in
 // hash; returns the choice log.
 sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
                        sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true) {
-  sim::World world(config.start_time, std::move(random), sink);
+  const sim::SimTime start_time = workloads::start_time_of(config, random);
+  sim::World world(start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
   world.set_variants(config.variants);
   // Declared after the World, so destroyed before it; they see every event from the first.
@@ -39,7 +40,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   const auto go = [&] { return keep_going() && !world.random().divergence(); };
   world.emit("run.start", {{"config", config.to_json()}});
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
-  world.emit("run.profile", {{"profile", plan.profile_json()}});
+  world.emit("run.profile", {{"profile", plan.profile_json()}, {"start_time", start_time}});
   // Declared after the World and the plan, so it is destroyed before them.
   auto workload = info.make(config.options);
   try {
@@ -55,7 +56,8 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
     world.emit("run.aborted", {{"what", e.what()}});
   }
   outcome.executor_events = world.executor().events_run();
-  outcome.simulated_ms = world.now() - config.start_time;
+  outcome.start_time = start_time;
+  outcome.simulated_ms = world.now() - start_time;
   outcome.choices = world.random().draws();
   outcome.choice_divergence = world.random().divergence();
   outcome.faults = plan.accounting();

@@ -24,6 +24,7 @@ struct SeedOutcome {
   uint64_t trace_events = 0;
   uint64_t executor_events = 0;
   uint64_t choices = 0;
+  int64_t start_time = 0;  // fixed by the configuration or drawn by the swarm (runtime.md 2.1)
   int64_t simulated_ms = 0;
   workloads::PhaseReport phases;
   sim::Tallies tallies;

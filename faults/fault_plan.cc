@@ -29,6 +29,16 @@ std::size_t slot(sim::FaultKind kind) { return static_cast<std::size_t>(kind); }
 
 }  // namespace
 
+sim::SimTime draw_start_time(sim::RandomSource& random) {
+  constexpr int64_t kSpread = 100'000'000'000;  // runtime.md 2.1: default + U[0, 10^11)
+  const sim::StreamId stream = random.stream("swarm.start_time");
+  switch (random.below(stream, 10)) {
+    case 0: return 0;
+    case 1: return random.between(stream, 1, 999);
+    default: return sim::kDefaultStartTime + random.between(stream, 0, kSpread - 1);
+  }
+}
+
 std::string_view profile_kind_name(ProfileKind kind) {
   switch (kind) {
     case ProfileKind::none: return "none";

@@ -32,6 +32,11 @@ std::string_view profile_kind_name(ProfileKind kind);
 // The inverse of profile_kind_name. Throws std::invalid_argument naming the bad text and the choices.
 ProfileKind parse_profile_kind(std::string_view text);
 
+// runtime.md 2.1: the swarm's start time of a run whose configuration fixes none, drawn in the
+// stream "swarm.start_time": 0 with probability 0.1, a value in [1, 999] with probability 0.1, else
+// kDefaultStartTime + U[0, 10^11). Time zero and small times must work in every capability.
+sim::SimTime draw_start_time(sim::RandomSource& random);
+
 // Per-seed parameters of an always-on latency family: min + Exp(mean), in ms.
 struct LatencyParams {
   int64_t min_ms = 0;

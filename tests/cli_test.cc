@@ -404,7 +404,7 @@ TEST_F(CliTest, MissingSubcommandIsBadInput) {
 // target where one is set, and that bad options are refused (no timed assertion).
 TEST_F(CliTest, BenchWritesEveryFigureAsJson) {
   const std::string path = file("bench.json");
-  const Result r = durasim("bench --scale 0.05 --no-rss --json '" + path + "'");
+  const Result r = durasim("bench --scale 0.05 --no-rss --only abcdf --json '" + path + "'");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const nlohmann::json figures = nlohmann::json::parse(read_text(path));
   std::set<std::string> ids;
@@ -418,6 +418,26 @@ TEST_F(CliTest, BenchWritesEveryFigureAsJson) {
                          "d.replay_vs_run", "f.log.checking_share"})
     EXPECT_TRUE(ids.count(id)) << id;
   EXPECT_NE(r.out.find("<= 1.5"), std::string::npos) << r.out;
+}
+
+// (g) counts the event bus's reads per poll (events.md 11): exact numbers, in the engine's default
+// and under the reference's variants, so every count figure must meet its target.
+TEST_F(CliTest, BenchEventBusReadCountsAreTheSpecs) {
+  const std::string path = file("bench-g.json");
+  const Result r = durasim("bench --scale 0.05 --only g --json '" + path + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  int counts = 0;
+  for (const nlohmann::json& f : nlohmann::json::parse(read_text(path))) {
+    const std::string unit = f.at("unit").get<std::string>();
+    if ((unit != "lists" && unit != "gets") || f.at("target").get<std::string>().empty()) continue;
+    ++counts;
+    EXPECT_EQ(f.at("met"), true) << f.dump();
+  }
+  EXPECT_EQ(counts, 16);
+}
+
+TEST_F(CliTest, BenchRefusesBadOptions) {
+  EXPECT_EQ(durasim("bench --only z").code, 2);
 }
 
 TEST_F(CliTest, BenchRefusesAnInvalidScale) {

@@ -93,7 +93,9 @@ inline Checked runMutated(const std::string& workload, std::vector<properties::F
   config.workload = workload;
   config.faults = "none";
   NullSink sink;
-  sim::World world(config.start_time, sim::RandomSource::recording(seed), sink);
+  sim::RandomSource random = sim::RandomSource::recording(seed);
+  const sim::SimTime start_time = workloads::start_time_of(config, random);
+  sim::World world(start_time, std::move(random), sink);
   MutatingObserver observer(properties::make_checkers(scopes, world.stores()), std::move(mutation));
   world.observe(observer);
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));

@@ -29,10 +29,10 @@ int64_t non_negative(const nlohmann::json& j, const char* field, int64_t fallbac
 nlohmann::json RunConfig::to_json() const {
   nlohmann::json j = {{"workload", workload},
                       {"faults", faults},
-                      {"start_time", start_time},
                       {"safety_ms", safety_ms},
                       {"liveness_ms", liveness_ms},
                       {"options", options}};
+  if (start_time) j["start_time"] = *start_time;
   if (!variants.empty()) j["variants"] = variants;
   if (limits.per_instant != sim::EventLimits::kDefaultPerInstant) j["max_events_per_instant"] = limits.per_instant;
   if (limits.total != sim::EventLimits::kDefaultTotal) j["max_events"] = limits.total;
@@ -51,7 +51,7 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
     config.faults = j.at("faults").get<std::string>();
     faults::parse_profile_kind(config.faults);  // rejects anything but none|recoverable|arbitrary
   }
-  config.start_time = non_negative(j, "start_time", config.start_time);
+  if (j.contains("start_time")) config.start_time = non_negative(j, "start_time", 0);
   config.safety_ms = non_negative(j, "safety_ms", config.safety_ms);
   config.liveness_ms = non_negative(j, "liveness_ms", config.liveness_ms);
   config.limits.per_instant = positive(j, "max_events_per_instant", config.limits.per_instant);
@@ -69,6 +69,10 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
     config.options = j.at("options");
   }
   return config;
+}
+
+sim::SimTime start_time_of(const RunConfig& config, sim::RandomSource& random) {
+  return config.start_time ? *config.start_time : faults::draw_start_time(random);
 }
 
 }  // namespace durasim::workloads

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/executor.h"
+#include "sim/random.h"
 
 namespace durasim::workloads {
 
@@ -19,7 +21,9 @@ inline constexpr sim::SimTime kDefaultLivenessMs = 10'800'000;   // runtime.md 1
 struct RunConfig {
   std::string workload = "runtime";
   std::string faults = "recoverable";  // none | recoverable | arbitrary (runtime.md 11.3)
-  sim::SimTime start_time = sim::kDefaultStartTime;
+  // Unset (the default): drawn per seed by the swarm (runtime.md 2.1), a recorded choice, so a trace
+  // replays to the same start. Written to the trace header only when fixed.
+  std::optional<sim::SimTime> start_time;
   sim::SimTime safety_ms = kDefaultSafetyMs;
   sim::SimTime liveness_ms = kDefaultLivenessMs;
   nlohmann::json options = nlohmann::json::object();  // workload-specific
@@ -34,5 +38,9 @@ struct RunConfig {
   // Throws std::invalid_argument naming the offending field.
   static RunConfig from_json(const nlohmann::json& j);
 };
+
+// The start time of a run of `config`: the fixed one, or the swarm's draw from `random` (the run's
+// own source, before the World takes it).
+sim::SimTime start_time_of(const RunConfig& config, sim::RandomSource& random);
 
 }  // namespace durasim::workloads
