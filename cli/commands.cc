@@ -88,6 +88,7 @@ std::string reproduce_command(const workloads::RunConfig& config, uint64_t seed)
   if (config.limits.total != defaults.limits.total) command += " --max-events " + std::to_string(config.limits.total);
   if (config.limits.per_instant != defaults.limits.per_instant)
     command += " --max-events-per-instant " + std::to_string(config.limits.per_instant);
+  for (const std::string& variant : config.variants) command += " --variant " + shell_word(variant);
   for (const auto& [key, value] : config.options.items())
     command += " --opt " + shell_word(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
   return command + " --seed " + std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace";

@@ -220,6 +220,13 @@ TEST_F(CliTest, ReplayOfAFailingTracePrintsItsViolationsAndExitsOne) {
   EXPECT_TRUE(contains(r.out, "FAILED ALM-14 violated")) << r.out;
 }
 
+// A variant is part of what reproduces a failure: the reproduce command names it.
+TEST_F(CliTest, ReproduceCommandNamesTheVariants) {
+  const Result run = durasim("run --workload outbox --variant sink.last_writer_wins --seeds 0..9");
+  ASSERT_EQ(run.code, 1) << "the naive sink regresses in some of seeds 0..9: " << run.out << run.err;
+  EXPECT_TRUE(contains(run.out, "reproduce: durasim run --workload outbox --faults recoverable --variant sink.last_writer_wins --seed ")) << run.out;
+}
+
 TEST_F(CliTest, ReplayOfSavedTracesWithSeedPlaceholder) {
   const Result run = durasim("run --seeds 20..22 --save-trace '" + file("s{seed}.trace") + "'");
   ASSERT_EQ(run.code, 0) << run.out << run.err;
