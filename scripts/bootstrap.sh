@@ -8,6 +8,7 @@ packages=(
   g++ cmake make
   libsqlite3-dev nlohmann-json3-dev libboost-graph-dev librapidcheck-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libxxhash-dev libmimalloc-dev
+  graphviz chromium  # the tests render `explain --dot` with dot and load `explain --html` headless
 )
 
 missing=()
