@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/bench.h"
+#include "cli/explain.h"
 #include "cli/commands.h"
 #include "cli/mutants.h"
 
@@ -63,6 +64,15 @@ int main(int argc, char** argv) {
   mutants_cmd->add_option("--trace-dir", mutants_traces, "save first detections here (default: beside --json, else .)");
   mutants_cmd->add_flag("--list", mutants.list, "list the variants, the contract each breaks and the invariants expected to catch it");
 
+  ExplainOptions explain;
+  uint64_t explain_around = 0;
+  std::string explain_dot, explain_html;
+  CLI::App* explain_cmd = app.add_subcommand("explain", "print a trace as a timeline with its violations placed (text, DOT, HTML)");
+  explain_cmd->add_option("FILE", explain.path, "trace file")->required();
+  CLI::Option* around = explain_cmd->add_option("--around", explain_around, "only the N events either side of the first violation");
+  explain_cmd->add_option("--dot", explain_dot, "also write the region's happens-before graph to FILE (Graphviz DOT)");
+  explain_cmd->add_option("--html", explain_html, "also write a self-contained HTML timeline to FILE");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -86,6 +96,12 @@ int main(int argc, char** argv) {
     if (!mutants_json.empty()) mutants.json = mutants_json;
     if (!mutants_traces.empty()) mutants.trace_dir = mutants_traces;
     return mutants_command(mutants, std::cout, std::cerr);
+  }
+  if (*explain_cmd) {
+    if (*around) explain.around = explain_around;
+    if (!explain_dot.empty()) explain.dot = explain_dot;
+    if (!explain_html.empty()) explain.html = explain_html;
+    return explain_command(explain, std::cout, std::cerr);
   }
   if (*bench_cmd) {
     if (bench_quick) bench.scale = 0.1;

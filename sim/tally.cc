@@ -8,22 +8,36 @@
 namespace durasim::sim {
 
 namespace {
-std::vector<const SimClock*>& live_clocks() {
-  thread_local std::vector<const SimClock*> clocks;
-  return clocks;
+struct LiveWorld {
+  const SimClock* clock;
+  const uint64_t* events_emitted;
+};
+std::vector<LiveWorld>& live_worlds() {
+  thread_local std::vector<LiveWorld> worlds;
+  return worlds;
 }
 }  // namespace
 
-void register_clock(const SimClock* clock) { live_clocks().push_back(clock); }
+void register_clock(const SimClock* clock, const uint64_t* events_emitted) { live_worlds().push_back({clock, events_emitted}); }
 
 void unregister_clock(const SimClock* clock) {
-  std::vector<const SimClock*>& clocks = live_clocks();
-  clocks.erase(std::remove(clocks.begin(), clocks.end(), clock), clocks.end());
+  std::erase_if(live_worlds(), [clock](const LiveWorld& w) { return w.clock == clock; });
 }
 
 std::optional<int64_t> current_sim_time() {
-  const std::vector<const SimClock*>& clocks = live_clocks();
-  return clocks.empty() ? std::nullopt : std::optional<int64_t>(clocks.back()->now());
+  const std::vector<LiveWorld>& worlds = live_worlds();
+  return worlds.empty() ? std::nullopt : std::optional<int64_t>(worlds.back().clock->now());
+}
+
+std::optional<uint64_t> current_event_index() {
+  const std::vector<LiveWorld>& worlds = live_worlds();
+  if (worlds.empty() || *worlds.back().events_emitted == 0) return std::nullopt;
+  return *worlds.back().events_emitted - 1;
+}
+
+void note_first_violation(InvariantTally& tally) {
+  tally.first_violation_ms = current_sim_time();
+  tally.first_violation_event = current_event_index();
 }
 
 namespace {
@@ -39,6 +53,8 @@ void Tallies::merge(const Tallies& other) {
     InvariantTally& mine = by_id_[id];
     mine.checked += theirs.checked;
     mine.violated += theirs.violated;
+    if (!mine.first_violation_ms || (theirs.first_violation_ms && *theirs.first_violation_ms < *mine.first_violation_ms))
+      mine.first_violation_event = theirs.first_violation_event;
     mine.first_violation_ms = earliest(mine.first_violation_ms, theirs.first_violation_ms);
     for (const std::string& example : theirs.examples)
       if (mine.examples.size() < kMaxExamples) mine.examples.push_back(example);
@@ -48,7 +64,7 @@ void Tallies::merge(const Tallies& other) {
 void Tallies::add(const std::string& id, uint64_t checked, uint64_t violated, const std::string& example) {
   InvariantTally& tally = by_id_[id];
   tally.checked += checked;
-  if (violated > 0 && tally.violated == 0) tally.first_violation_ms = current_sim_time();
+  if (violated > 0 && tally.violated == 0) note_first_violation(tally);
   tally.violated += violated;
   if (violated > 0 && tally.examples.size() < kMaxExamples) tally.examples.push_back(example);
 }

@@ -1,7 +1,8 @@
 // Per-invariant accounting (DESIGN.md, "Checking"): every check of an invariant ID is counted, and
 // every violation is counted and keeps its first few messages. A campaign merges the tallies of its
 // runs and reports invariants that were never checked. A violation also notes the simulated time
-// of the World running on this thread, if any, so a campaign can say how soon a bug was caught.
+// of the World running on this thread, if any, so a campaign can say how soon a bug was caught, and
+// the index of the trace event being observed when it was found, so `explain` can mark its witness.
 #pragma once
 
 #include <cstdint>
@@ -14,17 +15,25 @@ namespace durasim::sim {
 
 class SimClock;
 
-// The clocks of the Worlds alive on this thread, newest last: each World registers its own for its
-// lifetime (in any order of destruction). A violation is timed by the newest.
-void register_clock(const SimClock* clock);
+// The clocks and event counters of the Worlds alive on this thread, newest last: each World
+// registers its own for its lifetime (in any order of destruction). A violation is placed by the
+// newest.
+void register_clock(const SimClock* clock, const uint64_t* events_emitted);
 void unregister_clock(const SimClock* clock);
 std::optional<int64_t> current_sim_time();
+// The index (from 0) of the newest World's latest trace event: the one its observers are handling,
+// or, after the run, its last.
+std::optional<uint64_t> current_event_index();
+
+struct InvariantTally;
+void note_first_violation(InvariantTally& tally);
 
 struct InvariantTally {
   uint64_t checked = 0;
   uint64_t violated = 0;
   std::vector<std::string> examples;  // the first kMaxExamples violation messages
   std::optional<int64_t> first_violation_ms;  // simulated time of the earliest violation, if known
+  std::optional<uint64_t> first_violation_event;  // trace event being observed at the earliest violation
 };
 
 class Tallies {
@@ -37,7 +46,7 @@ class Tallies {
     InvariantTally& tally = by_id_[id];
     ++tally.checked;
     if (!ok) {
-      if (tally.violated == 0) tally.first_violation_ms = current_sim_time();
+      if (tally.violated == 0) note_first_violation(tally);
       ++tally.violated;
       if (tally.examples.size() < kMaxExamples) tally.examples.push_back(message());
     }

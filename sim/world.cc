@@ -8,7 +8,7 @@ namespace durasim::sim {
 World::World(SimTime start_time, RandomSource random, TraceSink& sink)
     : clock_(start_time), random_(std::move(random)), executor_(clock_, random_), sink_(sink), tasks_(executor_) {
   if (start_time < 0) throw std::invalid_argument("start time must be >= 0, got " + std::to_string(start_time));
-  register_clock(&clock_);
+  register_clock(&clock_, &events_emitted_);
 }
 
 World::~World() { unregister_clock(&clock_); }
@@ -18,6 +18,7 @@ void World::emit(std::string_view type, nlohmann::json fields) {
   fields["t"] = clock_.now();
   const uint64_t draws = random_.draws();
   const uint64_t scheduled = executor_.scheduled();
+  ++events_emitted_;
   sink_.record(fields);
   for (TraceSink* observer : observers_) observer->record(fields);
   if (random_.draws() != draws || executor_.scheduled() != scheduled)

@@ -77,6 +77,7 @@ class World {
   RandomSource random_;
   Executor executor_;
   TraceSink& sink_;
+  uint64_t events_emitted_ = 0;  // the trace's length so far (sim/tally.h: where a violation was found)
   std::vector<TraceSink*> observers_;
   StoreView stores_;
   Tallies self_checks_;

@@ -53,10 +53,7 @@ std::size_t registry_count(std::string_view family) {
 
 
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = ProcessResult;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -73,16 +70,7 @@ class CliTest : public ::testing::Test {
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
   // Runs `durasim <args>` with stdout and stderr captured in files.
-  Result durasim(const std::string& args) {
-    const std::string out = file("stdout.txt"), err = file("stderr.txt");
-    const std::string command = std::string("'") + DURASIM_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
-    const int status = std::system(command.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
-  }
+  Result durasim(const std::string& args) { return run_process(std::string("'") + DURASIM_BINARY + "' " + args, dir_); }
 
   // Saves the trace of one seed and returns its path.
   std::string saved_trace(uint64_t seed) {

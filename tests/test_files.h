@@ -2,8 +2,10 @@
 // and line helpers for editing trace files.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -57,6 +59,21 @@ inline std::string join_lines(const std::vector<std::string>& lines) {
   std::string text;
   for (const std::string& line : lines) text += line + "\n";
   return text;
+}
+
+// A shell command run to completion, its stdout and stderr captured through files in `dir`.
+struct ProcessResult {
+  int code = -1;  // the exit status; -1 when killed by a signal
+  std::string out, err;
+};
+inline ProcessResult run_process(const std::string& command, const std::filesystem::path& dir) {
+  const std::string out = (dir / "stdout.txt").string(), err = (dir / "stderr.txt").string();
+  const int status = std::system((command + " >'" + out + "' 2>'" + err + "'").c_str());
+  ProcessResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(out);
+  r.err = read_text(err);
+  return r;
 }
 
 }  // namespace durasim::testing
