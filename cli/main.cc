@@ -7,6 +7,7 @@
 #include "cli/explain.h"
 #include "cli/commands.h"
 #include "cli/mutants.h"
+#include "cli/shrink.h"
 
 int main(int argc, char** argv) {
   using namespace durasim::cli;
@@ -37,6 +38,16 @@ int main(int argc, char** argv) {
   CLI::App* replay_cmd = app.add_subcommand("replay", "re-run a saved trace and confirm its hash");
   replay_cmd->add_option("FILE", replay_path, "trace file")->required();
   replay_cmd->add_flag("--verbose,-v", replay_verbose, "say more about a divergence");
+
+  ShrinkOptions shrink;
+  std::string shrink_out;
+  uint64_t shrink_max_runs = 0;
+  CLI::App* shrink_cmd = app.add_subcommand("shrink", "cut a failing trace down while the same invariant still fails");
+  shrink_cmd->add_option("FILE", shrink.path, "failing trace file")->required();
+  shrink_cmd->add_option("--budget", shrink.limits.budget_seconds, "wall-time budget in seconds")->capture_default_str();
+  shrink_cmd->add_option("-o,--out", shrink_out, "where to write the shrunk trace (default: FILE with .shrunk before its extension, x.jsonl -> x.shrunk.jsonl)");
+  shrink_cmd->add_option("--max-runs", shrink_max_runs, "stop after this many candidate runs (a bound independent of wall time)");
+  shrink_cmd->add_flag("--verbose,-v", shrink.verbose, "print every smaller candidate kept");
 
   PropertiesOptions properties;
   CLI::App* properties_cmd = app.add_subcommand("properties", "list the invariants: ID, check kinds, title, statement");
@@ -90,6 +101,11 @@ int main(int argc, char** argv) {
       run.workload_options[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     return run_command(run, std::cout, std::cerr);
+  }
+  if (*shrink_cmd) {
+    if (!shrink_out.empty()) shrink.out = shrink_out;
+    if (shrink_cmd->count("--max-runs") > 0) shrink.limits.max_runs = shrink_max_runs;
+    return shrink_command(shrink, std::cout, std::cerr);
   }
   if (*properties_cmd) return properties_command(properties, std::cout, std::cerr);
   if (*mutants_cmd) {

@@ -26,9 +26,11 @@ std::vector<properties::FamilyScope> scopes_of(const workloads::WorkloadInfo& in
 
 // Runs the configured workload in a World whose events go to `sink`, with the checkers of the
 // workload's families attached as observers. Fills every field of `outcome` but the seed and the
-// hash; returns the choice log.
+// hash; returns the choice log (and, when `simplest` is not null, the simplest value of each choice:
+// forgiving mode).
 sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
-                       sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true) {
+                       sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true,
+                       std::vector<uint64_t>* simplest = nullptr) {
   const sim::SimTime start_time = workloads::start_time_of(config, random);
   sim::World world(start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
@@ -62,8 +64,24 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   outcome.choice_divergence = world.random().divergence();
   outcome.faults = plan.accounting();
   outcome.liveness_required = plan.kind() != faults::ProfileKind::arbitrary;
+  if (simplest) *simplest = world.random().simplest();
   return world.random().log();
 }
+
+// Passes every event on to a recorder and counts the injected faults.
+class FaultCountingSink final : public sim::TraceSink {
+ public:
+  explicit FaultCountingSink(traces::Recorder& recorder) : recorder_(recorder) {}
+  void record(const nlohmann::json& event) override {
+    recorder_.record(event);
+    if (const auto ev = event.find("ev"); ev != event.end() && *ev == "fault") ++faults_;
+  }
+  uint64_t faults() const { return faults_; }
+
+ private:
+  traces::Recorder& recorder_;
+  uint64_t faults_ = 0;
+};
 
 }  // namespace
 
@@ -143,6 +161,39 @@ SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunCo
     trace->hash = recorder.hash();
   }
   return outcome;
+}
+
+ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, const sim::ChoiceLog& log,
+                           const std::function<bool()>& keep_going, traces::TraceFile* trace) {
+  ForgivingRun run;
+  run.outcome.seed = seed;
+  traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
+  FaultCountingSink sink(recorder);
+  sim::RandomSource random = sim::RandomSource::forgiving(log);
+  run.drawn = execute(workload_info(config), config, std::move(random), sink, keep_going, run.outcome, /*checks=*/true,
+                      &run.simplest);
+  run.stopped = !keep_going();
+  run.fault_events = sink.faults();
+  run.outcome.hash = recorder.hash();
+  run.outcome.trace_events = recorder.events();
+  if (trace) {
+    trace->seed = seed;
+    trace->config = config.to_json();
+    trace->choices = run.drawn;
+    trace->events = recorder.lines();
+    trace->event_hashes = recorder.line_hashes();
+    trace->event_line_numbers.clear();
+    trace->checkpoints = recorder.checkpoints();
+    trace->hash = recorder.hash();
+  }
+  return run;
+}
+
+std::vector<std::string> failing_invariants(const SeedOutcome& outcome) {
+  std::vector<std::string> ids;
+  for (const auto& [id, tally] : outcome.tallies.by_id())
+    if (tally.violated && fails_seed(id, outcome.liveness_required)) ids.push_back(id);
+  return ids;
 }
 
 SeedOutcome run_seed_unchecked(const workloads::RunConfig& config, uint64_t seed) {

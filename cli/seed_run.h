@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "faults/accounting.h"
 #include "sim/tally.h"
@@ -79,6 +81,23 @@ struct ReplayOutcome {
 // Re-runs `trace` from its configuration and choices (seed withheld). Throws std::invalid_argument
 // when its configuration is not runnable.
 ReplayOutcome replay(const traces::TraceFile& trace);
+// A run of `config` whose choices come from `log` read in forgiving mode (sim/random.h): a log that
+// runs out or no longer fits gives the simplest values instead of diverging. The shrinker's
+// candidate runs (cli/shrink.h). `keep_going` is polled between events; a run it stops is marked
+// `stopped`. When `trace` is not null it receives the complete trace, whose choices are `drawn`.
+struct ForgivingRun {
+  SeedOutcome outcome;
+  sim::ChoiceLog drawn;            // what the run drew: replays exactly with the ordinary replay
+  std::vector<uint64_t> simplest;  // per drawn choice, its simplest value (sim::RandomSource::simplest)
+  uint64_t fault_events = 0;       // "fault" events: faults injected
+  bool stopped = false;
+};
+ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, const sim::ChoiceLog& log,
+                           const std::function<bool()>& keep_going, traces::TraceFile* trace = nullptr);
+
+// The invariants whose violation fails `outcome` (SeedOutcome::failed's rule), in ID order.
+std::vector<std::string> failing_invariants(const SeedOutcome& outcome);
+
 // RT-01: a second run of the seed hashes the same; RT-23: a replay from the recorded choices alone
 // (seed withheld) reproduces every event and the hash. `trace` is the seed's recorded trace; the
 // checks are added to outcome.tallies.

@@ -43,6 +43,16 @@ RandomSource RandomSource::replaying(ChoiceLog log) {
   return source;
 }
 
+RandomSource RandomSource::forgiving(const ChoiceLog& log) {
+  RandomSource source(0, false);
+  source.forgiving_ = true;
+  for (const Choice& choice : log.choices) {
+    const std::string name = choice.stream < log.streams.size() ? log.streams[choice.stream] : std::string();
+    source.forgive_input_[name].push_back(choice);
+  }
+  return source;
+}
+
 StreamId RandomSource::stream(std::string_view name) {
   if (auto it = index_.find(name); it != index_.end()) return StreamId{it->second};
   const auto id = static_cast<uint32_t>(index_.size());
@@ -52,6 +62,11 @@ StreamId RandomSource::stream(std::string_view name) {
     for (uint32_t i = 0; i < log_.streams.size(); ++i)
       if (log_.streams[i] == name) recorded = i;
     replay_names_.push_back(recorded);
+  } else if (forgiving_) {
+    log_.streams.emplace_back(name);
+    const auto input = forgive_input_.find(name);
+    forgive_streams_.push_back(input == forgive_input_.end() ? nullptr : &input->second);
+    forgive_cursors_.push_back(0);
   } else {
     log_.streams.emplace_back(name);
     generators_.emplace_back(splitmix64(seed_ ^ fnv1a64(name)));
@@ -59,10 +74,32 @@ StreamId RandomSource::stream(std::string_view name) {
   return StreamId{id};
 }
 
-uint64_t RandomSource::below(StreamId stream, uint64_t bound) {
+uint64_t RandomSource::below(StreamId stream, uint64_t bound) { return draw(stream, bound, 0); }
+
+uint64_t RandomSource::draw(StreamId stream, uint64_t bound, uint64_t simplest) {
   if (bound == 1) return 0;
   ++draws_;
+  if (forgiving_) return forgive_next(stream.index, bound, simplest);
   return replay_ ? replay_next(stream.index, bound) : sample(stream.index, bound);
+}
+
+uint64_t RandomSource::forgive_next(uint32_t stream, uint64_t bound, uint64_t simplest) {
+  uint64_t value = simplest;
+  const std::vector<Choice>* input = forgive_streams_[stream];
+  std::size_t& cursor = forgive_cursors_[stream];
+  if (input && cursor < input->size()) {
+    const Choice& next = (*input)[cursor++];
+    if (next.bound == bound && (bound == 0 || next.value < bound)) {
+      value = next.value;
+    } else {
+      ++forgiven_;
+    }
+  } else {
+    ++forgiven_;
+  }
+  log_.choices.push_back(Choice{stream, bound, value});
+  simplest_.push_back(simplest);
+  return value;
 }
 
 uint64_t RandomSource::sample(uint32_t stream, uint64_t bound) {
@@ -84,7 +121,7 @@ uint64_t RandomSource::generate(uint32_t stream, uint64_t bound) {
 }
 
 uint64_t RandomSource::below_unrecorded(StreamId stream, uint64_t bound) {
-  if (bound == 1 || replay_) return 0;
+  if (bound == 1 || replay_ || forgiving_) return 0;
   return generate(stream.index, bound);
 }
 
@@ -115,7 +152,8 @@ int64_t RandomSource::between(StreamId stream, int64_t lo, int64_t hi) {
 bool RandomSource::chance(StreamId stream, uint32_t ppm) {
   if (ppm == 0) return false;
   if (ppm >= kPpmScale) return true;
-  return below(stream, kPpmScale) < ppm;
+  // Forgiving mode's simplest chance is the outcome false: the largest value.
+  return draw(stream, kPpmScale, kPpmScale - 1) < ppm;
 }
 
 int64_t RandomSource::exponential(StreamId stream, int64_t mean) {

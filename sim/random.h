@@ -2,8 +2,11 @@
 // (splitmix64(seed ^ fnv1a64(name)) seeding a xoshiro256** generator), so extra draws in one stream
 // never shift another. Every draw is a recorded choice: in recording mode it is appended to the
 // ChoiceLog; in replay mode it is read back from a log, the seed withheld (RT-23), and a request
-// that does not match the recorded one (other stream or bound) marks the replay as diverged. The
-// one unrecorded draw, below_unrecorded, exists for sim.mutant.unrecorded_choice.
+// that does not match the recorded one (other stream or bound) marks the replay as diverged. In
+// forgiving mode (the shrinker's, cli/shrink.h) a log is read back per stream and never diverges: a
+// draw whose stream has run out, or whose recorded choice does not fit it, gets the simplest value
+// of its kind instead, and every draw is recorded as in recording mode. The one unrecorded draw,
+// below_unrecorded, exists for sim.mutant.unrecorded_choice.
 // Sampling is integer-only: rejection sampling for ranges, parts per million for probabilities, a
 // fixed quantile table for exponential latencies.
 #pragma once
@@ -52,6 +55,14 @@ class RandomSource {
  public:
   static RandomSource recording(uint64_t seed);
   static RandomSource replaying(ChoiceLog log);
+  // Forgiving replay: a draw from stream S takes the next choice `log` holds for the stream named S
+  // (the order of choices across streams does not matter). When S has none left, or the choice has
+  // another bound or a value outside it, the choice is used up and the draw returns the simplest
+  // value of its kind: below 0, between lo, chance false, exponential the shortest. What the run
+  // drew is recorded in log() (in recording mode's format, so it replays exactly with replaying()),
+  // and simplest() says, per recorded choice, which value would have been the simplest. The seed is
+  // withheld: nothing is generated.
+  static RandomSource forgiving(const ChoiceLog& log);
 
   StreamId stream(std::string_view name);
 
@@ -70,14 +81,24 @@ class RandomSource {
   uint64_t below_unrecorded(StreamId stream, uint64_t bound);
 
   bool replaying() const { return replay_; }
+  bool forgiving() const { return forgiving_; }
   const ChoiceLog& log() const { return log_; }
+  // Forgiving mode only (empty otherwise): parallel to log().choices, the simplest value each draw
+  // could have taken (kPpmScale - 1 for a chance, whose outcome is then false; 0 for the others).
+  const std::vector<uint64_t>& simplest() const { return simplest_; }
+  // Forgiving mode only: how many draws got the simplest value because their stream had run out or
+  // its next choice did not fit.
+  uint64_t forgiven() const { return forgiven_; }
   uint64_t draws() const { return draws_; }
   // Set once a replayed request differs from the log; later draws return 0.
   const std::optional<std::string>& divergence() const { return divergence_; }
 
  private:
   RandomSource(uint64_t seed, bool replay) : seed_(seed), replay_(replay) {}
+  // below() with, for forgiving mode, the simplest value of the calling kind of draw.
+  uint64_t draw(StreamId stream, uint64_t bound, uint64_t simplest);
   uint64_t sample(uint32_t stream, uint64_t bound);
+  uint64_t forgive_next(uint32_t stream, uint64_t bound, uint64_t simplest);
   uint64_t generate(uint32_t stream, uint64_t bound);  // the next value of the stream, unrecorded
   uint64_t replay_next(uint32_t stream, uint64_t bound);
 
@@ -90,6 +111,14 @@ class RandomSource {
   std::vector<Xoshiro256> generators_;  // recording only, parallel to log_.streams
   std::vector<uint32_t> replay_names_;  // replay: stream index in this run -> index in the log
   std::optional<std::string> divergence_;
+  // Forgiving mode: the input's choices per stream name, and per stream of this run (by index) the
+  // input stream it reads (kNoInput when the input has none) and how far it has read.
+  bool forgiving_ = false;
+  std::map<std::string, std::vector<Choice>, std::less<>> forgive_input_;
+  std::vector<const std::vector<Choice>*> forgive_streams_;
+  std::vector<std::size_t> forgive_cursors_;
+  std::vector<uint64_t> simplest_;
+  uint64_t forgiven_ = 0;
 };
 
 }  // namespace durasim::sim

@@ -1,7 +1,8 @@
 // The durasim binary as a process (DURASIM_BINARY): exit codes 0 / 1 / 2 and their messages for
 // `run` (a passing campaign, bad seed ranges, unknown workloads, invalid options), `replay` (a
 // saved trace, a failing trace replayed to its failure, malformed / truncated / wrong-version files
-// with a one-line error, a diverging trace)
+// with a one-line error, a diverging trace), `shrink` (a failing trace cut down and replayed to the
+// same violation; a passing or malformed trace refused)
 // and `properties` (listing, filters, JSON, unknown family or ID); plus the run summary's refusal of
 // invariant IDs missing from the registry.
 #include <gtest/gtest.h>
@@ -294,6 +295,71 @@ TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "DIVERGED")) << r.out;
   EXPECT_TRUE(contains(r.out, "event #")) << r.out;
+}
+
+// `durasim shrink`: a failing outbox trace (the naive sink) is cut down, written beside the input
+// with ".shrunk" before the extension, and `durasim replay` reproduces the violation it started from.
+TEST_F(CliTest, ShrinkWritesASmallerTraceThatReplaysToTheSameViolation) {
+  static const std::regex failed(R"(FAILED seed [0-9]+: ([A-Z]+-[0-9]+) violated)");
+  std::string path, invariant;
+  for (int seed = 0; seed < 20 && invariant.empty(); ++seed) {
+    const std::string number = std::to_string(seed);
+    std::string name = "outbox";  // built step by step: GCC 12 warns (-Wrestrict) on "lit" + to_string(...)
+    name += number;
+    name += ".trace";
+    path = file(name);
+    std::string args = "run --workload outbox --variant sink.last_writer_wins --seed ";
+    args += number;
+    const Result run = durasim(args + " --save-trace '" + path + "'");
+    std::smatch match;
+    if (run.code == 1 && std::regex_search(run.out, match, failed)) invariant = match[1];
+  }
+  ASSERT_FALSE(invariant.empty()) << "no seed in 0..19 fails with the naive sink";
+  const Result shrunk = durasim("shrink '" + path + "' --max-runs 20");
+  ASSERT_EQ(shrunk.code, 0) << shrunk.out << shrunk.err;
+  for (const char* part : {"before: ", "after:  ", " operations, ", " choices, ", " events", "candidate runs", "(stopped: --max-runs)"})
+    EXPECT_TRUE(contains(shrunk.out, part)) << part << " missing: " << shrunk.out;
+  EXPECT_TRUE(contains(shrunk.out, "kept failing: " + invariant)) << shrunk.out;
+  const std::string out_path = path.substr(0, path.size() - std::string(".trace").size()) + ".shrunk.trace";
+  ASSERT_TRUE(fs::exists(out_path)) << shrunk.out;
+  EXPECT_LT(fs::file_size(out_path), fs::file_size(path));
+
+  const Result replayed = durasim("replay '" + out_path + "'");
+  EXPECT_EQ(replayed.code, 1) << replayed.out << replayed.err;
+  EXPECT_TRUE(contains(replayed.out, "replay ok")) << replayed.out;
+  EXPECT_TRUE(contains(replayed.out, "(as recorded)")) << replayed.out;
+  EXPECT_TRUE(contains(replayed.out, "FAILED " + invariant + " violated")) << replayed.out;
+
+  const Result named = durasim("shrink '" + path + "' --max-runs 3 -o '" + file("named.trace") + "'");
+  EXPECT_EQ(named.code, 0) << named.out << named.err;
+  EXPECT_TRUE(fs::exists(file("named.trace")));
+}
+
+TEST_F(CliTest, ShrinkOfAPassingTraceIsBadInput) {
+  const std::string path = saved_trace(7);
+  const Result r = durasim("shrink '" + path + "' --max-runs 5");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "nothing to shrink")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(CliTest, ShrinkOfAMalformedTraceIsBadInput) {
+  const std::string path = file("garbage.trace");
+  write_text(path, "this is not a trace\n");
+  const Result r = durasim("shrink '" + path + "'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("durasim shrink: ", 0), 0u) << r.err;
+  EXPECT_TRUE(contains(r.err, path)) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(durasim("shrink '" + file("missing.trace") + "'").code, 2);
+  EXPECT_EQ(durasim("shrink '" + path + "' --budget 0").code, 2);
+}
+
+TEST_F(CliTest, ShrinkHelpNamesTheDefaultOutput) {
+  const Result r = durasim("shrink --help");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, ".shrunk")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--budget")) << r.out;
 }
 
 TEST_F(CliTest, PropertiesListsEveryInvariantByFamily) {

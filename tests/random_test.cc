@@ -1,9 +1,12 @@
 // The World's random source (sim/random.h): independent named streams, seed determinism, the
 // ranges of below / between / chance (with RapidCheck properties), the exponential mean, draws that
-// are skipped (bound 1, certain chances), and replay mode with its divergence reports.
+// are skipped (bound 1, certain chances), replay mode with its divergence reports, and forgiving mode
+// (the shrinker's): a complete log gives the recorded values, a stream that ran out or a choice that
+// does not fit gives the simplest value of the draw, and what was drawn replays exactly.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -292,6 +295,120 @@ RC_GTEST_PROP(RandomProp, BelowStaysInBound, ()) {
     RC_ASSERT(c.bound == bound);
     RC_ASSERT(bound == 0 || c.value < bound);
   }
+}
+
+// Forgiving mode (sim/random.h): a complete log gives back every recorded value and records the same
+// log, whatever order the streams are named in.
+TEST(RandomSource, ForgivingWithACompleteLogGivesTheRecordedValues) {
+  auto rec = RandomSource::recording(99);
+  const auto a = rec.stream("alpha"), b = rec.stream("beta");
+  std::vector<int64_t> recorded;
+  for (int i = 0; i < 20; ++i) {
+    recorded.push_back(static_cast<int64_t>(rec.below(a, 10)));
+    recorded.push_back(rec.between(b, -100, 100));
+    recorded.push_back(rec.chance(a, 500'000) ? 1 : 0);
+    recorded.push_back(rec.exponential(b, 1000));
+    recorded.push_back(static_cast<int64_t>(rec.bits(a)));
+  }
+  for (const bool same_order : {true, false}) {
+    auto f = RandomSource::forgiving(rec.log());
+    EXPECT_TRUE(f.forgiving());
+    EXPECT_FALSE(f.replaying());
+    StreamId fa, fb;
+    if (same_order) {
+      fa = f.stream("alpha");
+      fb = f.stream("beta");
+    } else {
+      fb = f.stream("beta");
+      fa = f.stream("alpha");
+    }
+    std::vector<int64_t> again;
+    for (int i = 0; i < 20; ++i) {
+      again.push_back(static_cast<int64_t>(f.below(fa, 10)));
+      again.push_back(f.between(fb, -100, 100));
+      again.push_back(f.chance(fa, 500'000) ? 1 : 0);
+      again.push_back(f.exponential(fb, 1000));
+      again.push_back(static_cast<int64_t>(f.bits(fa)));
+    }
+    EXPECT_EQ(again, recorded) << "streams named in the same order: " << same_order;
+    EXPECT_EQ(f.forgiven(), 0u);
+    EXPECT_EQ(f.draws(), rec.draws());
+    EXPECT_EQ(f.simplest().size(), f.log().choices.size());
+    if (same_order) {
+      EXPECT_EQ(f.log(), rec.log());
+    }
+  }
+}
+
+// A stream with nothing (left) in the log: every kind of draw gives its simplest value, and the
+// draws are recorded so that the ordinary replay reproduces them.
+TEST(RandomSource, ForgivingGivesTheSimplestValueWhenAStreamRunsOut) {
+  auto f = RandomSource::forgiving(ChoiceLog{});
+  const auto s = f.stream("s");
+  EXPECT_EQ(f.below(s, 10), 0u);
+  EXPECT_EQ(f.between(s, 5, 9), 5);
+  EXPECT_EQ(f.between(s, -7, 7), -7);
+  EXPECT_FALSE(f.chance(s, 999'999)) << "the simplest chance is no fault";
+  EXPECT_FALSE(f.chance(s, 1));
+  EXPECT_EQ(f.bits(s), 0u);
+  // The shortest exponential: no recorded draw is shorter.
+  const int64_t shortest = f.exponential(s, 1'000'000);
+  auto rec = RandomSource::recording(3);
+  const auto r = rec.stream("r");
+  for (int i = 0; i < 500; ++i) EXPECT_LE(shortest, rec.exponential(r, 1'000'000));
+  EXPECT_EQ(f.forgiven(), f.draws());
+  ASSERT_EQ(f.simplest().size(), f.log().choices.size());
+  EXPECT_EQ(f.simplest()[4], kPpmScale - 1) << "a chance's simplest value is the largest";
+  EXPECT_EQ(f.simplest()[0], 0u);
+  for (std::size_t i = 0; i < f.log().choices.size(); ++i) EXPECT_EQ(f.log().choices[i].value, f.simplest()[i]) << i;
+
+  auto rep = RandomSource::replaying(f.log());
+  const auto rs = rep.stream("s");
+  EXPECT_EQ(rep.below(rs, 10), 0u);
+  EXPECT_EQ(rep.between(rs, 5, 9), 5);
+  EXPECT_EQ(rep.between(rs, -7, 7), -7);
+  EXPECT_FALSE(rep.chance(rs, 999'999));
+  EXPECT_FALSE(rep.chance(rs, 1));
+  EXPECT_EQ(rep.bits(rs), 0u);
+  EXPECT_EQ(rep.exponential(rs, 1'000'000), shortest);
+  EXPECT_FALSE(rep.divergence().has_value()) << *rep.divergence();
+}
+
+// A recorded choice with another bound, or a value outside the bound, is used up and gives the
+// simplest value; the stream's next choice serves the next draw. Other streams are unaffected.
+TEST(RandomSource, ForgivingGivesTheSimplestValueForAChoiceThatDoesNotFit) {
+  std::vector<uint64_t> values;
+  auto f = RandomSource::forgiving(small_log(&values));  // alpha(10), beta(20), alpha(10)
+  const auto a = f.stream("alpha"), b = f.stream("beta"), c = f.stream("gamma");
+  EXPECT_EQ(f.below(a, 7), 0u) << "another bound";
+  EXPECT_EQ(f.forgiven(), 1u);
+  EXPECT_EQ(f.below(b, 20), values[1]);
+  EXPECT_EQ(f.below(a, 10), values[2]);
+  EXPECT_EQ(f.below(a, 10), 0u) << "alpha has run out";
+  EXPECT_EQ(f.below(c, 5), 0u) << "a stream the log does not name";
+  EXPECT_EQ(f.forgiven(), 3u);
+  EXPECT_FALSE(f.divergence().has_value());
+
+  ChoiceLog outside;
+  outside.streams = {"s"};
+  outside.choices = {Choice{0, 10, 12}, Choice{0, 10, 3}};
+  auto g = RandomSource::forgiving(outside);
+  const auto s = g.stream("s");
+  EXPECT_EQ(g.below(s, 10), 0u) << "a value outside its own bound";
+  EXPECT_EQ(g.below(s, 10), 3u);
+}
+
+// A recorded chance keeps its outcome in forgiving mode; only a missing one turns into "no".
+TEST(RandomSource, ForgivingKeepsRecordedChances) {
+  auto rec = RandomSource::recording(11);
+  const auto s = rec.stream("faults");
+  std::vector<bool> outcomes;
+  for (int i = 0; i < 64; ++i) outcomes.push_back(rec.chance(s, 500'000));
+  ASSERT_NE(std::count(outcomes.begin(), outcomes.end(), true), 0);
+  auto f = RandomSource::forgiving(rec.log());
+  const auto fs = f.stream("faults");
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(f.chance(fs, 500'000), outcomes[static_cast<std::size_t>(i)]) << i;
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(f.chance(fs, 999'999));
 }
 
 RC_GTEST_PROP(RandomProp, BetweenStaysInRange, (int64_t a, int64_t b)) {

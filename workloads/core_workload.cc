@@ -196,7 +196,8 @@ WorkloadInfo core_workload_info() {
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> {
             return std::make_unique<CoreWorkload>(options);
           },
-          {{"RT", ""}, {"CORE", ""}}};
+          {{"RT", ""}, {"CORE", ""}},
+          {{"workers", kDefaultWorkers}, {"ops", kDefaultOpsPerWorker}}};
 }
 
 }  // namespace durasim::workloads

@@ -340,7 +340,8 @@ WorkloadInfo events_workload_info() {
   return {"events",
           "Bus objects: the durable event bus with escaped topic and consumer names, emitters, racing pollers and releases, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<EventsWorkload>(options); },
-          {{"RT", ""}, {"EVT", Bus::kClass}}};
+          {{"RT", ""}, {"EVT", Bus::kClass}},
+          {{"buses", kDefaultBuses}, {"emitters", kDefaultEmitters}, {"ops", kDefaultOps}}};
 }
 
 }  // namespace durasim::workloads

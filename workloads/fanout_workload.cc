@@ -306,7 +306,8 @@ WorkloadInfo fanout_workload_info() {
   return {"fanout",
           "Mailbox objects: fanout deliveries to a consumer, an archive and a DLQ, producers through routing, redrive, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<FanoutWorkload>(options); },
-          {{"RT", ""}, {"SCH", Mailbox::kClass}, {"ALM", Mailbox::kClass}, {"FAN", Mailbox::kClass}}};
+          {{"RT", ""}, {"SCH", Mailbox::kClass}, {"ALM", Mailbox::kClass}, {"FAN", Mailbox::kClass}},
+          {{"mailboxes", kDefaultMailboxes}, {"producers", kDefaultProducers}, {"ops", kDefaultOps}}};
 }
 
 }  // namespace durasim::workloads

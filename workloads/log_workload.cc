@@ -222,7 +222,12 @@ class LogWorkload final : public Workload {
 WorkloadInfo log_workload_info() {
   return {"log", "LogPartition objects: a retained log fed through routing, read by cursor groups and leased pollers, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<LogWorkload>(options); },
-          {{"RT", ""}, {"LOG", LogPartition::kClass}, {"LSE", LogPartition::kClass}, {"RTE", ""}}};
+          {{"RT", ""}, {"LOG", LogPartition::kClass}, {"LSE", LogPartition::kClass}, {"RTE", ""}},
+          {{"partitions", kDefaultPartitions},
+           {"producers", kDefaultProducers},
+           {"groups", kDefaultGroups, 0},
+           {"leasers", kDefaultLeasers, 0},
+           {"ops", kDefaultOpsPerProducer}}};
 }
 
 }  // namespace durasim::workloads

@@ -235,7 +235,8 @@ WorkloadInfo outbox_workload_info() {
   return {"outbox",
           "Account objects: balances staged through the outbox to a version-keeping sink, aborted transactions, a retired account, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<OutboxWorkload>(options); },
-          {{"RT", ""}, {"SCH", Account::kClass}, {"OBX", Account::kClass}}};
+          {{"RT", ""}, {"SCH", Account::kClass}, {"OBX", Account::kClass}},
+          {{"accounts", kDefaultAccounts}, {"clients", kDefaultClients}, {"ops", kDefaultOps}, {"keys", kDefaultKeys}}};
 }
 
 }  // namespace durasim::workloads

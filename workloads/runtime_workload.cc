@@ -341,7 +341,8 @@ WorkloadInfo runtime_workload_info() {
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> {
             return std::make_unique<RuntimeWorkload>(options);
           },
-          {{"RT", ""}}};
+          {{"RT", ""}},
+          {{"objects", kDefaultObjects}, {"clients", kDefaultClients}, {"ops", kDefaultOpsPerClient}}};
 }
 
 }  // namespace durasim::workloads

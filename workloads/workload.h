@@ -38,6 +38,14 @@ struct CheckedFamily {
   std::string className;
 };
 
+// A workload option that scales a run (how many objects, clients, operations), with the value the
+// workload uses when the option is absent and the smallest it accepts: `durasim shrink` lowers it.
+struct SizeOption {
+  std::string key;
+  int64_t fallback = 1;
+  int64_t minimum = 1;
+};
+
 struct WorkloadInfo {
   std::string name;
   std::string summary;
@@ -46,6 +54,8 @@ struct WorkloadInfo {
   // them; a family no checker reports is checked by the workload's own check() (what its clients
   // read).
   std::vector<CheckedFamily> families;
+  // The options that scale its runs, for the shrinker (cli/shrink.h).
+  std::vector<SizeOption> sizes = {};
 };
 
 // Every registered workload, in name order.
