@@ -27,10 +27,10 @@ std::vector<properties::FamilyScope> scopes_of(const workloads::WorkloadInfo& in
 // Runs the configured workload in a World whose events go to `sink`, with the checkers of the
 // workload's families attached as observers. Fills every field of `outcome` but the seed and the
 // hash; returns the choice log (and, when `simplest` is not null, the simplest value of each choice:
-// forgiving mode).
+// forgiving mode). A run that draws more than `max_draws` choices stops there.
 sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
                        sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true,
-                       std::vector<uint64_t>* simplest = nullptr) {
+                       std::vector<uint64_t>* simplest = nullptr, uint64_t max_draws = UINT64_MAX) {
   const sim::SimTime start_time = workloads::start_time_of(config, random);
   sim::World world(start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
@@ -39,7 +39,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   const std::vector<std::unique_ptr<properties::Checker>> checkers =
       checks ? properties::make_checkers(scopes_of(info), world.stores()) : std::vector<std::unique_ptr<properties::Checker>>{};
   for (const auto& checker : checkers) world.observe(*checker);
-  const auto go = [&] { return keep_going() && !world.random().divergence(); };
+  const auto go = [&] { return keep_going() && !world.random().divergence() && world.random().draws() <= max_draws; };
   world.emit("run.start", {{"config", config.to_json()}});
   faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
   world.emit("run.profile", {{"profile", plan.profile_json()}, {"start_time", start_time}});
@@ -164,15 +164,16 @@ SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunCo
 }
 
 ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, const sim::ChoiceLog& log,
-                           const std::function<bool()>& keep_going, traces::TraceFile* trace) {
+                           const std::function<bool()>& keep_going, traces::TraceFile* trace, uint64_t max_draws) {
   ForgivingRun run;
   run.outcome.seed = seed;
   traces::Recorder recorder(/*keep_lines=*/trace != nullptr);
   FaultCountingSink sink(recorder);
   sim::RandomSource random = sim::RandomSource::forgiving(log);
   run.drawn = execute(workload_info(config), config, std::move(random), sink, keep_going, run.outcome, /*checks=*/true,
-                      &run.simplest);
+                      &run.simplest, max_draws);
   run.stopped = !keep_going();
+  run.cut = run.drawn.choices.size() > max_draws;
   run.fault_events = sink.faults();
   run.outcome.hash = recorder.hash();
   run.outcome.trace_events = recorder.events();

@@ -84,16 +84,19 @@ ReplayOutcome replay(const traces::TraceFile& trace);
 // A run of `config` whose choices come from `log` read in forgiving mode (sim/random.h): a log that
 // runs out or no longer fits gives the simplest values instead of diverging. The shrinker's
 // candidate runs (cli/shrink.h). `keep_going` is polled between events; a run it stops is marked
-// `stopped`. When `trace` is not null it receives the complete trace, whose choices are `drawn`.
+// `stopped`; a run that draws more than `max_draws` choices stops there and is marked `cut`. When
+// `trace` is not null it receives the complete trace, whose choices are `drawn`.
 struct ForgivingRun {
   SeedOutcome outcome;
   sim::ChoiceLog drawn;            // what the run drew: replays exactly with the ordinary replay
   std::vector<uint64_t> simplest;  // per drawn choice, its simplest value (sim::RandomSource::simplest)
   uint64_t fault_events = 0;       // "fault" events: faults injected
   bool stopped = false;
+  bool cut = false;
 };
 ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, const sim::ChoiceLog& log,
-                           const std::function<bool()>& keep_going, traces::TraceFile* trace = nullptr);
+                           const std::function<bool()>& keep_going, traces::TraceFile* trace = nullptr,
+                           uint64_t max_draws = UINT64_MAX);
 
 // The invariants whose violation fails `outcome` (SeedOutcome::failed's rule), in ID order.
 std::vector<std::string> failing_invariants(const SeedOutcome& outcome);

@@ -81,14 +81,15 @@ uint64_t fingerprint(const Candidate& candidate) {
   return hash;
 }
 
-// The order among failing runs: a smaller workload configuration (its size options, then the safety
-// phase), then fewer injected faults, then fewer choices, then choices closer to their simplest
+// The order among failing runs: fewer choices, then fewer injected faults, then a smaller workload
+// configuration (its size options, then the safety phase), then choices closer to their simplest
 // values (lexicographically, in the order they were drawn). Each part is a well-order, so the
-// shrinker cannot cycle.
+// shrinker cannot cycle; choices come first so that a candidate that draws more than the current
+// one can be stopped as soon as it does.
 struct Key {
-  std::vector<int64_t> config;
-  uint64_t faults = 0;
   uint64_t choices = 0;
+  uint64_t faults = 0;
+  std::vector<int64_t> config;
   std::vector<uint64_t> distances;
   auto operator<=>(const Key&) const = default;
 };
@@ -268,7 +269,8 @@ class Shrinker {
     ++runs_;
     ForgivingRun run;
     try {
-      run = run_forgiving(candidate.config, seed_, to_log(candidate), [this] { return Clock::now() < deadline_; });
+      run = run_forgiving(candidate.config, seed_, to_log(candidate), [this] { return Clock::now() < deadline_; }, nullptr,
+                          current_.key.choices);
     } catch (const std::invalid_argument&) {
       return false;  // a configuration the workload refuses
     }
@@ -276,7 +278,7 @@ class Shrinker {
       stop("time budget");
       return false;
     }
-    if (!target_.matches(run.outcome)) return false;
+    if (run.cut || !target_.matches(run.outcome)) return false;
     Key key = key_of(candidate.config, run);
     if (!(key < current_.key)) return false;
     ++accepted_;
