@@ -437,8 +437,29 @@ void EventBusChecks::checkWhole(const std::string& label, Bus& b) {
 // ---------------------------------------------------------------------------------------------
 // The end of the run
 
-// EVT-05 / EVT-06: every stored bus key is one a configured consumer's writes name, and each
-// consumer's markers are exactly its own won inserts.
+namespace {
+
+// Whether `key` is well formed by events.md 4 alone (not by the engine's own encoder): its family
+// prefix, then exactly the family's number of ':'-separated components (topic; topic, consumer; or
+// topic, consumer, id), each escaped: '%' only as "%25" or "%3A".
+bool wellFormedBusKey(std::string_view key) {
+  static const std::pair<std::string_view, std::size_t> kFamilies[] = {
+      {"evt:", 1}, {"evtpend:", 2}, {"evtdlq:", 2}, {"evtcursor:", 2}, {"evtrescan:", 2}, {"evtack:", 3}, {"evtatt:", 3}, {"evtdead:", 3}};
+  for (const auto& [prefix, parts] : kFamilies) {
+    if (key.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view rest = key.substr(prefix.size());
+    if (static_cast<std::size_t>(std::count(rest.begin(), rest.end(), ':')) + 1 != parts) return false;
+    for (std::size_t at = rest.find('%'); at != std::string_view::npos; at = rest.find('%', at + 1))
+      if (rest.substr(at, 3) != "%25" && rest.substr(at, 3) != "%3A") return false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// EVT-05 / EVT-06: every stored bus key is well formed and one a configured consumer's writes
+// name, and each consumer's markers are exactly its own won inserts.
 void EventBusChecks::checkKeys(const std::string& label, const Facts& facts) {
   std::map<std::string, std::pair<std::string, Slot>> expected;  // key -> (family, slot)
   std::set<std::string> namespaces;
@@ -459,7 +480,7 @@ void EventBusChecks::checkKeys(const std::string& label, const Facts& facts) {
   for (const char* family : {"evtack:", "evtatt:", "evtdead:", "evtcursor:", "evtrescan:"})
     for (const std::string& key : keysUnder(label, family)) {
       const auto found = expected.find(key);
-      if (found == expected.end()) {
+      if (found == expected.end() || !wellFormedBusKey(key)) {
         foreign.push_back(key);
       } else if (found->second.first == "ack" && !facts.acks.count(found->second.second)) {
         stolen.push_back(key);
@@ -467,8 +488,10 @@ void EventBusChecks::checkKeys(const std::string& label, const Facts& facts) {
     }
   if (reader_.hasTable(label, DURASIM_EVENTS_LOG))
     for (const SqlRow& r : reader_(label, "SELECT DISTINCT ns FROM " DURASIM_EVENTS_LOG " WHERE ns >= 'evt' AND ns < 'evu'").toVector())
-      if (!namespaces.count(r.text("ns"))) foreign.push_back(r.text("ns"));
-  tallies_.check("EVT-05", foreign.empty(), [&] { return label + " stores bus keys or namespaces of no configured consumer and event: " + json(foreign).dump(); });
+      if (!namespaces.count(r.text("ns")) || !wellFormedBusKey(r.text("ns"))) foreign.push_back(r.text("ns"));
+  tallies_.check("EVT-05", foreign.empty(), [&] {
+    return label + " stores bus keys or namespaces that are malformed or of no configured consumer and event: " + json(foreign).dump();
+  });
   tallies_.check("EVT-06", stolen.empty(), [&] { return label + " stores ack markers their consumer never inserted: " + json(stolen).dump(); });
 }
 

@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev nlohmann-json3-dev libboost-graph-dev librapidcheck-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libxxhash-dev libmimalloc-dev
   graphviz chromium  # the tests render `explain --dot` with dot and load `explain --html` headless
+  python3-jsonschema # the tests validate traces against traces/trace-format.schema.json
 )
 
 missing=()

@@ -35,11 +35,12 @@ class Reader {
     if (j.is_discarded()) fail("not valid JSON");
     if (!j.is_object()) fail("expected a JSON object");
     if (number_ == 1) return header(j);
+    if (j.contains("ev")) return event(j, raw);  // an event may carry any other field name
     if (j.contains("streams")) return streams(j);
     if (j.contains("choices")) return choices(j);
     if (j.contains("checkpoint")) return checkpoint(j);
     if (j.contains("end")) return end(j);
-    event(j, raw);
+    fail("not a trace line (no \"ev\", \"streams\", \"choices\", \"checkpoint\" or \"end\")");
   }
 
   TraceFile finish() {
@@ -90,7 +91,7 @@ class Reader {
 
   void event(const nlohmann::json& j, const std::string& raw) {
     if (!seen_streams_) fail("event before the stream table");
-    if (!j.contains("ev") || !j["ev"].is_string() || !j.contains("t") || !j["t"].is_number_integer())
+    if (!j["ev"].is_string() || !j.contains("t") || !j["t"].is_number_integer())
       fail("not a trace event (needs string \"ev\" and integer \"t\")");
     if (canonical_line(j) != raw) fail("event is not in canonical form (the file was edited)");
     in_events_ = true;
