@@ -42,11 +42,13 @@ int main(int argc, char** argv) {
   ShrinkOptions shrink;
   std::string shrink_out;
   uint64_t shrink_max_runs = 0;
+  std::string shrink_invariant;
   CLI::App* shrink_cmd = app.add_subcommand("shrink", "cut a failing trace down while the same invariant still fails");
   shrink_cmd->add_option("FILE", shrink.path, "failing trace file")->required();
   shrink_cmd->add_option("--budget", shrink.limits.budget_seconds, "wall-time budget in seconds")->capture_default_str();
   shrink_cmd->add_option("-o,--out", shrink_out, "where to write the shrunk trace (default: FILE with .shrunk before its extension, x.jsonl -> x.shrunk.jsonl)");
   shrink_cmd->add_option("--max-runs", shrink_max_runs, "stop after this many candidate runs (a bound independent of wall time)");
+  shrink_cmd->add_option("--invariant", shrink_invariant, "keep this invariant violated (default: any the trace violates)");
   shrink_cmd->add_flag("--verbose,-v", shrink.verbose, "print every smaller candidate kept");
 
   PropertiesOptions properties;
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   if (*shrink_cmd) {
     if (!shrink_out.empty()) shrink.out = shrink_out;
     if (shrink_cmd->count("--max-runs") > 0) shrink.limits.max_runs = shrink_max_runs;
+    if (!shrink_invariant.empty()) shrink.limits.invariant = shrink_invariant;
     return shrink_command(shrink, std::cout, std::cerr);
   }
   if (*properties_cmd) return properties_command(properties, std::cout, std::cerr);

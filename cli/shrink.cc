@@ -162,7 +162,7 @@ class Shrinker {
     ForgivingRun initial = run_forgiving(config, seed_, trace.choices, [] { return true; });
     if (initial.outcome.hash != trace.hash)
       throw ShrinkError("the trace does not replay to its recorded hash (durasim replay shows where it diverges)");
-    target_ = target_of(trace, initial.outcome);
+    target_ = target_of(trace, initial.outcome, limits_.invariant);
     before_ = sizes_of(initial);
     Key key = key_of(config, initial);
     adopt(config, std::move(initial), std::move(key));
@@ -199,8 +199,15 @@ class Shrinker {
     ForgivingRun run;
   };
 
-  static Target target_of(const traces::TraceFile& trace, const SeedOutcome& outcome) {
+  static Target target_of(const traces::TraceFile& trace, const SeedOutcome& outcome, const std::optional<std::string>& invariant) {
     Target target;
+    if (invariant) {
+      const std::vector<std::string> failing = failing_invariants(outcome);
+      if (std::find(failing.begin(), failing.end(), *invariant) == failing.end())
+        throw ShrinkError("its run does not violate " + *invariant + " (nothing to keep failing)");
+      target.ids.insert(*invariant);
+      return target;
+    }
     const RecordedVerdict recorded = recorded_verdict(trace);
     if (recorded.aborted || outcome.error) {
       target.kind = Target::Kind::aborted;

@@ -30,6 +30,7 @@ class ShrinkError : public std::runtime_error {
 struct ShrinkLimits {
   double budget_seconds = kDefaultShrinkBudgetSeconds;  // wall time for candidate runs
   std::optional<uint64_t> max_runs;                     // a deterministic bound on candidate runs
+  std::optional<std::string> invariant;                 // keep this one violated (default: any the original violated)
 };
 
 // How big a run is. `operations`: the client calls the workload's metrics count ("calls"; fanout:

@@ -333,6 +333,14 @@ TEST_F(CliTest, ShrinkWritesASmallerTraceThatReplaysToTheSameViolation) {
   const Result named = durasim("shrink '" + path + "' --max-runs 3 -o '" + file("named.trace") + "'");
   EXPECT_EQ(named.code, 0) << named.out << named.err;
   EXPECT_TRUE(fs::exists(file("named.trace")));
+
+  // --invariant keeps one named invariant; one the trace does not violate is refused.
+  const Result kept = durasim("shrink '" + path + "' --max-runs 3 --invariant " + invariant + " -o '" + file("kept.trace") + "'");
+  EXPECT_EQ(kept.code, 0) << kept.out << kept.err;
+  EXPECT_TRUE(contains(kept.out, "kept failing: " + invariant + " violated")) << kept.out;
+  const Result other = durasim("shrink '" + path + "' --max-runs 3 --invariant LOG-01 -o '" + file("other.trace") + "'");
+  EXPECT_EQ(other.code, 2) << other.out << other.err;
+  EXPECT_TRUE(contains(other.err, "does not violate LOG-01")) << other.err;
 }
 
 TEST_F(CliTest, ShrinkOfAPassingTraceIsBadInput) {
