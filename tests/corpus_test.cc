@@ -1,5 +1,6 @@
 // The regression corpus (traces/corpus/README.md): every shrunk failure trace the manifest
-// (corpus.json) lists replays, event for event, to its recorded violation of the entry's invariant.
+// (corpus.json) lists replays, event for event, to its recorded violation of the entry's invariant
+// (other counts may differ: checks added since the recording judge the same events).
 // A trace this build cannot load (another format version) or that no longer replays (the engine or
 // a workload changed what the run does) fails with its name and the command that re-records it.
 #include <gtest/gtest.h>
@@ -55,7 +56,6 @@ TEST_P(CorpusTrace, ReplaysToItsRecordedViolation) {
   const auto& replayed = outcome.run.tallies.by_id();
   ASSERT_TRUE(replayed.count(entry.invariant)) << entry.trace;
   EXPECT_GT(replayed.at(entry.invariant).violated, 0u) << entry.trace << ": the replay's checkers did not see " << entry.invariant;
-  EXPECT_EQ(cli::tally_summary(outcome.run.tallies), recorded) << entry.trace << ": the replayed verdict differs from the recorded one";
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CorpusTrace, ::testing::ValuesIn(manifest()), [](const auto& info) {
