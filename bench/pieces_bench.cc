@@ -1,7 +1,7 @@
 // The pieces behind `durasim bench` (docs/performance.md), one Google Benchmark each: a statement
 // on the simulated store (prepared once, then cached), the page-delta hash every commit pays, the
-// log's append of a 100-record batch against raw inserts of the same rows, and whole seeds of the
-// log workload with and without checkers.
+// log's append of a 100-record batch against raw inserts of the same rows, whole seeds of the
+// log workload with and without checkers, and the happens-before checker on synthetic histories.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -75,5 +75,19 @@ void BM_LogWorkloadSeed(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LogWorkloadSeed)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+// (h): the happens-before checker on a synthetic log history of N operations; the complexity fit
+// should say O(N).
+void BM_HappensBeforeCheck(benchmark::State& state) {
+  int64_t events = 0;
+  for (auto _ : state) {
+    const durasim::cli::HappensBeforeCost cost = durasim::cli::measure_happens_before(state.range(0));
+    events = cost.events;
+    benchmark::DoNotOptimize(cost.checks);
+  }
+  state.counters["events"] = static_cast<double>(events);
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_HappensBeforeCheck)->Arg(10'000)->Arg(100'000)->Complexity(benchmark::oN)->Unit(benchmark::kMillisecond);
 
 }  // namespace

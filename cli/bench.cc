@@ -231,6 +231,26 @@ void event_bus_polls(double scale, std::vector<Figure>& figures) {
   pushCounts(figures, "g.by_timestamp.5000.frozen", "order_by_timestamp, 5,000: idle poll, bookmark frozen", byTime.frozen, std::nullopt);
 }
 
+// (h) the happens-before checker: linear in the history (10x the operations cost at most 12x the
+// time), and 100,000 operations within 2 s. The best of `rounds` runs of each size.
+void happens_before_cost(double scale, std::vector<Figure>& figures) {
+  const int rounds = scaled(3, scale);
+  HappensBeforeCost small, large;
+  for (int r = 0; r < rounds; ++r) {
+    const HappensBeforeCost s = measure_happens_before(10'000), l = measure_happens_before(100'000);
+    if (s.violations != 0 || l.violations != 0) throw std::runtime_error("bench: the happens-before checker found violations in a correct history");
+    if (r == 0 || s.seconds < small.seconds) small = s;
+    if (r == 0 || l.seconds < large.seconds) large = l;
+  }
+  const double ratio = large.seconds / small.seconds;
+  figures.push_back({"h.10000.ms", "happens-before: check 10,000 operations (" + std::to_string(small.events) + " events)", 1000 * small.seconds,
+                     "ms", "", std::nullopt});
+  figures.push_back({"h.100000.ms", "happens-before: check 100,000 operations (" + std::to_string(large.events) + " events, " +
+                                        std::to_string(large.edges) + " edges)",
+                     1000 * large.seconds, "ms", "<= 2000", large.seconds <= 2.0});
+  figures.push_back({"h.ratio", "happens-before: 100,000 / 10,000 operations, wall time", ratio, "x", "<= 12 (linear: 10)", ratio <= 12});
+}
+
 std::string format_value(double v) {
   std::ostringstream s;
   if (v >= 1000) s << std::fixed << std::setprecision(0) << v;
@@ -264,8 +284,8 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
     err << "durasim bench: --scale must be in (0, 100], got " << options.scale << "\n";
     return kExitBadInput;
   }
-  if (options.only.find_first_not_of("abcdefg") != std::string::npos) {
-    err << "durasim bench: --only takes letters of the parts a..g, got '" << options.only << "'\n";
+  if (options.only.find_first_not_of("abcdefgh") != std::string::npos) {
+    err << "durasim bench: --only takes letters of the parts a..h, got '" << options.only << "'\n";
     return kExitBadInput;
   }
   std::vector<Figure> figures;
@@ -277,6 +297,7 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
       {"(e) memory over many seeds", [&] { if (options.rss) memory_growth(options.scale, figures); }},
       {"(f) the cost of checking", [&] { checking_share(options.scale, figures); }},
       {"(g) the event bus's poll cost", [&] { event_bus_polls(options.scale, figures); }},
+      {"(h) the happens-before checker", [&] { happens_before_cost(options.scale, figures); }},
   };
   try {
     for (const auto& [label, measure] : parts) {

@@ -2,8 +2,9 @@
 // run and printed beside their targets (docs/performance.md): (a) seeds/s and simulated ÷ wall per
 // workload, (b) seeds per CPU-hour of a heavy log workload, (c) the log's append against raw inserts,
 // (d) replay against the original run, (e) peak RSS after 1,000 and 10,000 runtime seeds, (f) the
-// share of run time spent in checkers, (g) the event bus's poll cost (events.md 11). Figures are measurements, never assertions: a missed target
-// is reported, and the exit code stays 0.
+// share of run time spent in checkers, (g) the event bus's poll cost (events.md 11), (h) the
+// happens-before checker on 10,000 and 100,000 operations. Figures are measurements, never
+// assertions: a missed target is reported, and the exit code stays 0.
 #pragma once
 
 #include <cstdint>
@@ -46,5 +47,15 @@ struct EventBusPollCost {
   PollCost delivering, frozen, healthy, quarantined;
 };
 EventBusPollCost measure_event_bus_polls(int64_t events, const std::set<std::string>& variants, int idle_polls);
+
+// (h): wall seconds for the happens-before checker (properties::HistoryGraph with the log's
+// read-from checks) to take a synthetic log history of `operations` operations event by event and
+// run its end-of-run check; the event counts, the graph's size and the checks it counted.
+struct HappensBeforeCost {
+  int64_t operations = 0, events = 0, nodes = 0, edges = 0;
+  uint64_t checks = 0, violations = 0;
+  double seconds = 0;
+};
+HappensBeforeCost measure_happens_before(int64_t operations);
 
 }  // namespace durasim::cli

@@ -38,12 +38,16 @@ std::string sqlText(const SqlValue& v) {
 
 }  // namespace
 
-LogChecks::LogChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {
+LogChecks::LogChecks(StoreReader reader, std::string className)
+    : ObjectChecker(std::move(className)),
+      reader_(std::move(reader)),
+      history_(HistoryGraph::Options{[this](std::string_view label) { return of_class(label, className_); }, true, false, false}, &tallies_) {
   for (int i = 1; i <= 18; ++i) tallies_.declare(std::string("LOG-") + (i < 10 ? "0" : "") + std::to_string(i));
   tallies_.declare("SCH-11");
 }
 
 void LogChecks::observe(std::string_view name, const json& e) {
+  history_.observe(e);
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
   if (name == log_events::kAppProduce || name == log_events::kAppConsume || name == log_events::kAppProbe ||
@@ -667,6 +671,7 @@ void LogChecks::checkSchema(const std::string& object) {
 // The end of the run
 
 void LogChecks::finish() {
+  history_.finish();
   for (auto& [object, s] : objects_) {
     checkSchema(object);
     if (!hasLogTables(object)) continue;

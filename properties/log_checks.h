@@ -38,6 +38,9 @@
 //   at the end (quiescent, after heal): LOG-03 (acknowledged offsets still readable unless trimmed),
 //       LOG-15/16 on the final state, LOG-18 (no flush row after a completed trim, nor once a trim
 //       began after heal: it must have finished any flush intent)
+//   [H] happens-before (properties/happens_before.h): LOG-09 (each offset a read, lease, consumed page
+//       or probe returned reads from the append that wrote it, which happens before the read; the
+//       run's graph is acyclic), LOG-07 (a page's offsets come in the order of their appends)
 //   SCH-11 for the log's two capabilities (properties/schema_check.h: tables iff migration recorded,
 //       lease tables only with the log's) at the end, and when the application reports that it
 //       retired a log (`app.log.retired`): what the H19 variant leaves behind
@@ -59,6 +62,7 @@
 #include "engine/runtime.h"
 #include "properties/cold_loss.h"
 #include "properties/durable_state.h"
+#include "properties/happens_before.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
 #include "properties/table_mirror.h"
@@ -189,6 +193,10 @@ class LogChecks final : public ObjectChecker {
   std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
   ColdLossWatch coldLoss_;                        // which segments the cold store may have lost
   bool healed_ = false;
+  // LOG-09 (every read, lease, consumed page and probe of an offset reads from an append that
+  // happens before it) and LOG-07 (a page's offsets in the order of their appends), judged on the
+  // happens-before graph of the class's objects and their clients (properties/happens_before.h).
+  HistoryGraph history_;
 };
 
 }  // namespace durasim::properties

@@ -50,7 +50,12 @@ bool followed(std::string_view ev) {
 
 }  // namespace
 
-OutboxChecks::OutboxChecks(StoreReader reader, std::string className) : ObjectChecker(std::move(className)), reader_(std::move(reader)) {}
+OutboxChecks::OutboxChecks(StoreReader reader, std::string className)
+    : ObjectChecker(std::move(className)),
+      reader_(std::move(reader)),
+      history_(HistoryGraph::Options{[this](std::string_view label) { return of_class(label, className_) || of_class(label, obx::kSinkClass); }, false,
+                                     true, false},
+               &tallies_) {}
 
 void OutboxChecks::Facts::apply(const Write& w) {
   using Kind = Write::Kind;
@@ -132,6 +137,7 @@ std::optional<OutboxChecks::Write::Stored> OutboxChecks::storedRow(const std::st
 }
 
 void OutboxChecks::observe(std::string_view ev, const json& e) {
+  history_.observe(e);
   if (ev == "workload.config") return onConfig(e);
   const auto object = e.find("object");
   if (object != e.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), obx::kSinkClass)) return onSink(ev, e);
@@ -739,6 +745,7 @@ void OutboxChecks::healed(int64_t t) {
 // its last committed stage, the account holds no row of it, and the sink's last write of it came
 // within the bound after heal (or after that stage, if later).
 void OutboxChecks::finish() {
+  history_.finish();
   const int64_t perBatch = kMaxRetryDelayMs + config_.attemptTimeoutMs + alarmMinDelayMs_;
   for (const auto& [object, obj] : objects_) {
     if (obj.retired) continue;

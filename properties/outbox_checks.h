@@ -20,7 +20,9 @@
 //       OBX-12 (one pass per channel; a claim takes rows of its own channel only, a publish comes
 //       only within its channel's pass), OBX-13 (no claim, publish or acknowledgement on a channel
 //       the incarnation does not attach), OBX-14 (at every commit of the sink: per (source, channel,
-//       key) its stored version never decreases and it stores only durable committed stages),
+//       key) its stored version never decreases and it stores only durable committed stages; and, on
+//       the happens-before graph, every sink write of a version reads from a stage of it that happens
+//       before the write),
 //       OBX-15 (counted where the sink skipped versions), OBX-17 (a publish only after its claim is
 //       durable, with no outbox write open), OBX-18 (a mark accepted only while its batch is open)
 //   [L] at the end of the run: OBX-16 (every key of a live account converged in the sink, no row
@@ -42,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/durable_state.h"
+#include "properties/happens_before.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
 
@@ -176,6 +179,9 @@ class OutboxChecks final : public ObjectChecker {
   std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, SinkState> sinks_;
+  // OBX-14 on the happens-before graph of the accounts and the sink: every version a sink writes
+  // reads from a stage of that version that happens before the write (properties/happens_before.h).
+  HistoryGraph history_;
 };
 
 }  // namespace durasim::properties
