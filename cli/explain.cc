@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/seed_run.h"
+#include "properties/happens_before.h"
 #include "traces/trace_file.h"
 
 namespace durasim::cli {
@@ -145,6 +146,16 @@ int explain_command(const ExplainOptions& options, std::ostream& out, std::ostre
   out << "timeline: events #" << first << "..#" << last << " of " << events << (options.around ? "" : " (all; --around N narrows)") << "\n";
   for (const TimelineRow& row : page.rows) print_row(out, row, page.start_time, page);
 
+  if (options.dot) {
+    std::vector<nlohmann::json> parsed;
+    parsed.reserve(rows.size());
+    for (const TimelineRow& row : rows) parsed.push_back(row.event);
+    const bool written = write_file(*options.dot, "DOT graph", err, [&](std::ostream& file) {
+      if (events > 0) properties::write_happens_before_dot(file, parsed, first, last, page.witnesses);
+    });
+    if (!written) return kExitBadInput;
+    out << "happens-before graph of events #" << first << "..#" << last << " written to " << *options.dot << "\n";
+  }
   if (options.html) {
     if (!write_file(*options.html, "HTML page", err, [&](std::ostream& file) { write_explain_html(file, page); })) return kExitBadInput;
     out << "HTML timeline written to " << *options.html << "\n";

@@ -83,6 +83,18 @@ TEST_F(ExplainTest, HtmlPageLoadsInHeadlessChromiumWithoutScriptErrors) {
   EXPECT_FALSE(contains(browser.err, "Uncaught")) << browser.err;
 }
 
+// The region's happens-before graph is DOT that Graphviz renders (the bootstrap installs it).
+TEST_F(ExplainTest, DotGraphRendersWithGraphviz) {
+  const std::string dot = scratch_->file("region.dot"), svg = scratch_->file("region.svg");
+  const ProcessResult r = durasim("explain '" + trace_ + "' --around 25 --dot '" + dot + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string graph = testing::read_text(dot);
+  EXPECT_TRUE(contains(graph, "digraph")) << graph.substr(0, 200);
+  const ProcessResult rendered = testing::run_process("dot -Tsvg '" + dot + "' -o '" + svg + "'", scratch_->path());
+  ASSERT_EQ(rendered.code, 0) << rendered.err;
+  EXPECT_TRUE(contains(testing::read_text(svg), "<svg")) << "Graphviz drew nothing";
+}
+
 TEST_F(ExplainTest, RefusesAMissingOrTruncatedTrace) {
   EXPECT_EQ(durasim("explain '" + scratch_->file("absent.trace") + "'").code, 2);
   const std::string truncated = scratch_->file("truncated.trace");
