@@ -224,6 +224,10 @@ ReplayOutcome replay(const traces::TraceFile& trace) {
   outcome.hash = comparer.hash();
   outcome.events = comparer.events();
   outcome.matched = !outcome.divergence && !outcome.choice_divergence && outcome.hash == trace.hash;
+  const auto is_verdict = [](const std::string& line) { return line.find("\"ev\":\"run.end\"") != std::string::npos; };
+  outcome.verdict_only = !outcome.matched && !outcome.choice_divergence && outcome.divergence &&
+                         outcome.divergence->event_index + 1 == trace.events.size() && is_verdict(outcome.divergence->expected) &&
+                         is_verdict(outcome.divergence->actual);
   return outcome;
 }
 

@@ -70,6 +70,9 @@ nlohmann::json tally_summary(const sim::Tallies& tallies);
 
 struct ReplayOutcome {
   bool matched = false;
+  // Every event matched but the last, the run's verdict ("run.end", with each invariant's counts):
+  // the checks changed since the recording and judged the same run differently. `run` is complete.
+  bool verdict_only = false;
   std::optional<traces::Divergence> divergence;
   std::optional<std::string> choice_divergence;  // the re-run asked for a choice the log does not hold
   uint64_t hash = 0;

@@ -26,6 +26,8 @@
 #include "properties/registry.h"
 #include "sim/tally.h"
 #include "tests/test_files.h"
+#include "traces/recorder.h"
+#include "traces/trace_file.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -295,6 +297,26 @@ TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "DIVERGED")) << r.out;
   EXPECT_TRUE(contains(r.out, "event #")) << r.out;
+}
+
+// A trace recorded before the checks changed: every event of the run replays, only the closing
+// verdict (run.end's counts) differs. Replay says so and judges the run again.
+TEST_F(CliTest, ReplayOfATraceWhoseChecksChangedJudgesTheRunAgain) {
+  durasim::traces::TraceFile trace = durasim::traces::load_trace(saved_trace(5));
+  nlohmann::json verdict = nlohmann::json::parse(trace.events.back());
+  ASSERT_EQ(verdict.at("ev"), "run.end");
+  verdict["invariants"]["RT-02"][0] = 1;  // as if fewer checks had run
+  trace.events.back() = durasim::traces::canonical_line(verdict);
+  uint64_t hash = durasim::traces::kTraceHashStart;
+  for (const std::string& line : trace.events) hash = durasim::traces::fold_event(hash, nlohmann::json::parse(line));
+  std::erase_if(trace.checkpoints, [&](const auto& c) { return c.events == trace.events.size(); });
+  trace.hash = hash;
+  const std::string path = file("older-checks.trace");
+  durasim::traces::write_trace(path, trace);
+  const Result r = durasim("replay '" + path + "'");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "replay ok up to its verdict")) << r.out;
+  EXPECT_TRUE(contains(r.out, "invariants violated, replayed: none (as recorded)")) << r.out;
 }
 
 // `durasim shrink`: a failing outbox trace (the naive sink) is cut down, written beside the input
