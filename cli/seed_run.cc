@@ -136,7 +136,10 @@ std::string SeedOutcome::failure() const {
   return "";
 }
 
-void validate(const workloads::RunConfig& config) { workload_info(config).make(config.options); }
+void validate(const workloads::RunConfig& config) {
+  config.check_times();
+  workload_info(config).make(config.options);
+}
 
 SeedOutcome run_seed(const workloads::RunConfig& config, uint64_t seed, traces::TraceFile* trace) {
   return run_seed(workload_info(config), config, seed, trace);

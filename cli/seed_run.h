@@ -43,7 +43,7 @@ struct SeedOutcome {
   std::string failure() const;
 };
 
-// Throws std::invalid_argument for an unknown workload or invalid workload options.
+// Throws std::invalid_argument for an unknown workload, invalid workload options or times out of range.
 void validate(const workloads::RunConfig& config);
 
 // Runs `seed`; when `trace` is not null it receives the complete trace of the run.

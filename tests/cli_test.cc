@@ -146,6 +146,15 @@ TEST_F(CliTest, CheckDeterminismPasses) {
   EXPECT_TRUE(contains(r.out, "passed 3/3")) << r.out;
 }
 
+// Times so large that a phase would overflow simulated time are refused, not run.
+TEST_F(CliTest, OutOfRangeTimesAreBadInput) {
+  for (const char* args : {"--start-time 9223372036854775807", "--safety-ms 9223372036854775807", "--liveness-ms 9223372036854775000"}) {
+    const Result r = durasim(std::string("run --seed 0 ") + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "must be in [0, ")) << args << ": " << r.err;
+  }
+}
+
 TEST_F(CliTest, EmptySeedRangeIsBadInput) {
   const Result r = durasim("run --seeds 5..1");
   EXPECT_EQ(r.code, 2) << r.out << r.err;

@@ -68,7 +68,18 @@ RunConfig RunConfig::from_json(const nlohmann::json& j) {
     if (!j.at("options").is_object()) throw std::invalid_argument("config field 'options' must be an object");
     config.options = j.at("options");
   }
+  config.check_times();
   return config;
+}
+
+void RunConfig::check_times() const {
+  const auto at_most = [](const char* field, sim::SimTime value, sim::SimTime limit) {
+    if (value < 0 || value > limit)
+      throw std::invalid_argument(std::string(field) + " must be in [0, " + std::to_string(limit) + "], got " + std::to_string(value));
+  };
+  if (start_time) at_most("start_time", *start_time, kMaxStartTime);
+  at_most("safety_ms", safety_ms, kMaxPhaseMs);
+  at_most("liveness_ms", liveness_ms, kMaxPhaseMs);
 }
 
 sim::SimTime start_time_of(const RunConfig& config, sim::RandomSource& random) {

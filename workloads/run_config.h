@@ -32,6 +32,13 @@ struct RunConfig {
   std::set<std::string> variants;
   sim::EventLimits limits;  // a run past them stops as a failure (runaway), never hangs
 
+  // Simulated times stay far from int64 overflow: a start time up to 2^53 - 1 (the largest
+  // millisecond time a JavaScript Date holds exactly), each phase up to 100 years.
+  static constexpr sim::SimTime kMaxStartTime = 9'007'199'254'740'991;
+  static constexpr sim::SimTime kMaxPhaseMs = 3'155'760'000'000;
+  // Throws std::invalid_argument naming the field out of those ranges.
+  void check_times() const;
+
   // The limits are written only when they differ from the defaults, so default traces keep their
   // header and hash.
   nlohmann::json to_json() const;
