@@ -83,6 +83,19 @@ class FaultCountingSink final : public sim::TraceSink {
   uint64_t faults_ = 0;
 };
 
+// The trace of a run of `config` at `seed` that drew `choices` and was recorded by `recorder`.
+void fill_trace(traces::TraceFile& trace, uint64_t seed, const workloads::RunConfig& config, sim::ChoiceLog choices,
+                const traces::Recorder& recorder) {
+  trace.seed = seed;
+  trace.config = config.to_json();
+  trace.choices = std::move(choices);
+  trace.events = recorder.lines();
+  trace.event_hashes = recorder.line_hashes();
+  trace.event_line_numbers.clear();
+  trace.checkpoints = recorder.checkpoints();
+  trace.hash = recorder.hash();
+}
+
 }  // namespace
 
 nlohmann::json tally_summary(const sim::Tallies& tallies) {
@@ -153,16 +166,7 @@ SeedOutcome run_seed(const workloads::WorkloadInfo& info, const workloads::RunCo
   sim::ChoiceLog log = execute(info, config, sim::RandomSource::recording(seed), recorder, [] { return true; }, outcome);
   outcome.hash = recorder.hash();
   outcome.trace_events = recorder.events();
-  if (trace) {
-    trace->seed = seed;
-    trace->config = config.to_json();
-    trace->choices = std::move(log);
-    trace->events = recorder.lines();
-    trace->event_hashes = recorder.line_hashes();
-    trace->event_line_numbers.clear();
-    trace->checkpoints = recorder.checkpoints();
-    trace->hash = recorder.hash();
-  }
+  if (trace) fill_trace(*trace, seed, config, std::move(log), recorder);
   return outcome;
 }
 
@@ -180,16 +184,7 @@ ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, co
   run.fault_events = sink.faults();
   run.outcome.hash = recorder.hash();
   run.outcome.trace_events = recorder.events();
-  if (trace) {
-    trace->seed = seed;
-    trace->config = config.to_json();
-    trace->choices = run.drawn;
-    trace->events = recorder.lines();
-    trace->event_hashes = recorder.line_hashes();
-    trace->event_line_numbers.clear();
-    trace->checkpoints = recorder.checkpoints();
-    trace->hash = recorder.hash();
-  }
+  if (trace) fill_trace(*trace, seed, config, run.drawn, recorder);
   return run;
 }
 
