@@ -115,7 +115,7 @@ HappensBeforeCost measure_happens_before(int64_t operations) {
   const auto start = std::chrono::steady_clock::now();
   {
     properties::HistoryGraph history(
-        properties::HistoryGraph::Options{[](std::string_view label) { return properties::of_class(label, "LogPartition"); }, true, false, false},
+        properties::HistoryGraph::Options{.follows = [](std::string_view label) { return properties::of_class(label, "LogPartition"); }, .logOffsets = true},
         &tallies);
     cost.events = synthetic_history(operations, [&](const json& e) { history.observe(e); });
     history.finish();

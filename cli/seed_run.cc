@@ -26,11 +26,11 @@ std::vector<properties::FamilyScope> scopes_of(const workloads::WorkloadInfo& in
 
 // Runs the configured workload in a World whose events go to `sink`, with the checkers of the
 // workload's families attached as observers. Fills every field of `outcome` but the seed and the
-// hash; returns the choice log (and, when `simplest` is not null, the simplest value of each choice:
-// forgiving mode). A run that draws more than `max_draws` choices stops there.
+// hash; returns the choice log (and, when `forgiving` is not null, fills its simplest values and
+// operation starts: forgiving mode). A run that draws more than `max_draws` choices stops there.
 sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::RunConfig& config, sim::RandomSource random,
                        sim::TraceSink& sink, const std::function<bool()>& keep_going, SeedOutcome& outcome, bool checks = true,
-                       std::vector<uint64_t>* simplest = nullptr, uint64_t max_draws = UINT64_MAX) {
+                       ForgivingRun* forgiving = nullptr, uint64_t max_draws = UINT64_MAX) {
   const sim::SimTime start_time = workloads::start_time_of(config, random);
   sim::World world(start_time, std::move(random), sink);
   world.executor().set_limits(config.limits);
@@ -64,7 +64,10 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   outcome.choice_divergence = world.random().divergence();
   outcome.faults = plan.accounting();
   outcome.liveness_required = plan.kind() != faults::ProfileKind::arbitrary;
-  if (simplest) *simplest = world.random().simplest();
+  if (forgiving) {
+    forgiving->simplest = world.random().simplest();
+    forgiving->units = world.random().units();
+  }
   return world.random().log();
 }
 
@@ -178,7 +181,7 @@ ForgivingRun run_forgiving(const workloads::RunConfig& config, uint64_t seed, co
   FaultCountingSink sink(recorder);
   sim::RandomSource random = sim::RandomSource::forgiving(log);
   run.drawn = execute(workload_info(config), config, std::move(random), sink, keep_going, run.outcome, /*checks=*/true,
-                      &run.simplest, max_draws);
+                      &run, max_draws);
   run.stopped = !keep_going();
   run.cut = run.drawn.choices.size() > max_draws;
   run.fault_events = sink.faults();

@@ -93,6 +93,7 @@ struct ForgivingRun {
   SeedOutcome outcome;
   sim::ChoiceLog drawn;            // what the run drew: replays exactly with the ordinary replay
   std::vector<uint64_t> simplest;  // per drawn choice, its simplest value (sim::RandomSource::simplest)
+  std::vector<std::size_t> units;  // where each actor's operation starts in `drawn` (sim::RandomSource::units)
   uint64_t fault_events = 0;       // "fault" events: faults injected
   bool stopped = false;
   bool cut = false;

@@ -43,11 +43,14 @@ struct Entry {
 };
 
 // A candidate: a configuration and, per stream name, the choices the stream reads in order (the
-// forgiving source reads each stream on its own, so the order across streams does not matter).
+// forgiving source reads each stream on its own, so the order across streams does not matter), and
+// where in each stream an actor's operation starts (workloads/actor_stream.h), as the run that
+// drew them found.
 struct Candidate {
   workloads::RunConfig config;
   std::vector<std::string> names;
   std::vector<std::vector<Entry>> streams;
+  std::vector<std::vector<std::size_t>> operations;
 };
 
 sim::ChoiceLog to_log(const Candidate& candidate) {
@@ -173,6 +176,7 @@ class Shrinker {
       const uint64_t kept_before = accepted_;
       lower_config();
       drop_streams();
+      delete_operations();
       edit_spans(/*zero=*/false);
       edit_spans(/*zero=*/true);
       lower_values();
@@ -246,8 +250,14 @@ class Shrinker {
     candidate.config = std::move(config);
     candidate.names = run.drawn.streams;
     candidate.streams.resize(candidate.names.size());
+    candidate.operations.resize(candidate.names.size());
+    std::size_t next_unit = 0;
     for (std::size_t i = 0; i < run.drawn.choices.size(); ++i) {
       const sim::Choice& c = run.drawn.choices[i];
+      if (next_unit < run.units.size() && run.units[next_unit] == i) {
+        candidate.operations[c.stream].push_back(candidate.streams[c.stream].size());
+        ++next_unit;
+      }
       candidate.streams[c.stream].push_back(Entry{c.bound, c.value, run.simplest[i]});
     }
     strip(candidate);
@@ -345,6 +355,34 @@ class Shrinker {
       Candidate candidate = current_.candidate;
       candidate.streams[s].clear();
       attempt(std::move(candidate), "drop stream");
+    }
+  }
+
+  // An actor's operations deleted whole: half of a stream's operations at a time, then quarters,
+  // ..., down to single operations; at each size the last ones first, then every run of them from
+  // the start. The choices before a stream's first operation (an actor's own setup) stay.
+  void delete_operations() {
+    for (int level = 1; level < 64 && !stop_; ++level) {
+      bool any = false;
+      for (std::size_t s = 0; s < current_.candidate.streams.size() && !stop_; ++s) {
+        const std::size_t k = current_.candidate.operations[s].size() >> level;
+        if (k == 0) continue;
+        any = true;
+        const auto edit = [&](std::size_t first) {
+          const std::vector<std::size_t>& starts = current_.candidate.operations[s];
+          const std::size_t size = current_.candidate.streams[s].size();
+          if (first + k > starts.size() || starts[first] >= size) return false;
+          const std::size_t end = first + k < starts.size() ? std::min(starts[first + k], size) : size;
+          Candidate candidate = current_.candidate;
+          std::vector<Entry>& edited = candidate.streams[s];
+          edited.erase(edited.begin() + static_cast<std::ptrdiff_t>(starts[first]), edited.begin() + static_cast<std::ptrdiff_t>(end));
+          return attempt(std::move(candidate), "delete operations");
+        };
+        edit(current_.candidate.operations[s].size() - k);
+        for (std::size_t first = 0; first + k <= current_.candidate.operations[s].size() && !stop_;)
+          if (!edit(first)) first += k;
+      }
+      if (!any) break;
     }
   }
 

@@ -1,10 +1,12 @@
 // `durasim shrink` (DESIGN.md, "Traces"): cuts a failing trace down while the same failure remains.
 // A run is a function of its configuration and its choice log, so the shrinker edits those two and
 // re-runs each candidate with the log read in forgiving mode (sim/random.h: a stream that runs out
-// or no longer fits gives the simplest values), Hypothesis-style. A candidate is kept when it still
-// fails the same way (one of the invariants the original violated, or the same kind of abort, or
-// still stuck) and is smaller in a fixed order (docs/decisions.md, "Shrinking"); the passes repeat
-// until a round makes no progress, the time budget runs out or --max-runs candidates have run.
+// or no longer fits gives the simplest values), Hypothesis-style, and deletes the workload actors'
+// operations whole (workloads/actor_stream.h: each opens with a choice the forgiving run notes). A
+// candidate is kept when it still fails the same way (one of the invariants the original violated,
+// or the same kind of abort, or still stuck) and is smaller in a fixed order (docs/decisions.md,
+// "Shrinking"); the passes repeat until a round makes no progress, the time budget runs out or
+// --max-runs candidates have run.
 // The result is the kept candidate's own trace, which the ordinary `durasim replay` reproduces.
 #pragma once
 

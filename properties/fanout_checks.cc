@@ -28,7 +28,9 @@ std::string targetOfRow(const std::string& row) { return json::parse(row).at(1).
 }  // namespace
 
 FanoutChecks::FanoutChecks(StoreReader reader, std::string className)
-    : ObjectChecker(std::move(className)), reader_(std::move(reader)) {}
+    : ObjectChecker(std::move(className)),
+      reader_(std::move(reader)),
+      history_(HistoryGraph::Options{.follows = {}, .fanoutClaims = true}, &tallies_) {}
 
 void FanoutChecks::Facts::apply(const CommitNotes& notes) {
   for (int64_t seq : notes.seqs) maxSeq = std::max(maxSeq, seq);
@@ -68,6 +70,7 @@ bool FanoutChecks::hasTables(const std::string& object) const {
 }
 
 void FanoutChecks::observe(std::string_view ev, const json& e) {
+  history_.observe(e);
   if (ev == "workload.config") return onConfig(e);
   // What happened outside the object, reported by the consumer and by the cold writes.
   if (ev == fanout_events::kAppConsume) {
@@ -706,6 +709,7 @@ int64_t FanoutChecks::retryBoundMs() const {
 }
 
 void FanoutChecks::finish() {
+  history_.finish();
   for (const auto& [object, obj] : objects_) {
     // FAN-21: an attempt left unsettled by its deadline is retried with FanoutTimeoutError.
     for (const auto& [attempt, timedOut] : obj.timedOut) {

@@ -9,7 +9,8 @@
 //       set), FAN-10 (a dead-letter reason only on a dead_letter row)
 //   [H] FAN-05 (seq above every committed seq, across resets that discard unconfirmed commits),
 //       FAN-06 (a consumer or storage target receives a delivery's attempt k only after a committed
-//       claim of attempt k), FAN-07 (at most maxAttempts attempts of a delivery reach its targets),
+//       claim of attempt k; for the consumer also judged on the happens-before graph, whose
+//       violations carry a witness path, happens_before.h), FAN-07 (at most maxAttempts attempts of a delivery reach its targets),
 //       FAN-08 (a removed delivery is never claimed again), FAN-10 (a dead_letter row is never
 //       claimed), FAN-11 (a DLQ removal only after the DLQ holds the entry), FAN-12 (no DLQ: no
 //       intent, no DLQ write), FAN-19 (a delivery identity is json([generation, target]) of a
@@ -48,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/durable_state.h"
+#include "properties/happens_before.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
 
@@ -182,6 +184,7 @@ class FanoutChecks final : public ObjectChecker {
   bool hasTables(const std::string& object) const;
 
   StoreReader reader_;
+  HistoryGraph history_;
   std::optional<int64_t> maxAttempts_;
   std::optional<bool> dlq_, ackOnReturn_;
   std::optional<int64_t> maxBatchSize_, batchDelayMs_, attemptTimeoutMs_;

@@ -2,9 +2,10 @@
 // is recorded, one node per event that takes part, edges for program order (per object incarnation
 // and per client), messages (RPC call -> delivery -> reply), commit -> confirmation -> reveal through
 // the output gate, and read-from (the write a read saw -> the read). It keeps LOG-09 (a read never
-// returns a log record appended after it), LOG-07 (a page's offsets in the order of their appends)
-// and OBX-14 (a sink writes only a version whose stage came before): a read-from edge that points
-// backwards closes a cycle, reported with its witness path (each event's trace index and a label).
+// returns a log record appended after it), LOG-07 (a page's offsets in the order of their appends),
+// OBX-14 (a sink writes only a version whose stage came before) and FAN-06 (a consumer receives
+// only an attempt whose claim came before): a read-from edge that points backwards closes a cycle,
+// reported with its witness path (each event's trace index and a label).
 // Building costs O(1) amortised per event; the acyclicity check at the end is one O(V+E) pass.
 #pragma once
 
@@ -136,8 +137,9 @@ class HappensBefore {
 };
 
 // Builds a HappensBefore graph from trace events (docs/log-trace-events.md, docs/outbox-trace-events.md,
-// the runtime's commit / confirm / effect / rpc.* events) and judges the read-from of log offsets
-// and outbox versions as it goes, counting each judgement in `tallies`.
+// docs/fanout-trace-events.md, the runtime's commit / confirm / effect / rpc.* events) and judges the
+// read-from of log offsets, outbox versions and fanout claims as it goes, counting each judgement in
+// `tallies`.
 class HistoryGraph {
  public:
   struct Options {
@@ -145,6 +147,7 @@ class HistoryGraph {
     std::function<bool(std::string_view)> follows;
     bool logOffsets = false;      // log.append.write -> log.read / log.lease / app.consume / app.log.probe (LOG-07, LOG-09)
     bool outboxVersions = false;  // obx.stage.write -> app.obx.sink.write (OBX-14)
+    bool fanoutClaims = false;    // fan.claim.write -> app.fan.consume of that attempt (FAN-06)
     bool everyEvent = false;      // a node for every event, even one no edge reaches (for drawing)
   };
   // `tallies` (may be null: nothing counted) outlives the graph.
@@ -169,7 +172,7 @@ class HistoryGraph {
     std::vector<Node> replies;        // the output gate's releases of replies, in order
     std::size_t repliesReceived = 0;  // replies callers received from calls delivered here
     std::vector<std::pair<int64_t, Node>> openOffsets;  // log offsets the open transaction wrote
-    std::vector<std::string> openStages;               // outbox version keys it staged
+    std::vector<std::string> openKeys;                 // outbox versions and fanout claims it wrote
   };
   struct Object {
     std::string label;
@@ -197,8 +200,18 @@ class HistoryGraph {
   // in the same page (kNone for the first).
   void readOffset(Object& o, int64_t offset, Node reader, Node& previous);
   void judgeReadFrom(const char* invariant, const char* subject, int64_t value, Node writer, Node reader);
-  void writeVersion(const std::string& key, Node writer);
-  void readVersion(const std::string& key, int64_t version, Node reader);
+  // A keyed write (an outbox version, a fanout claim) and a read of what it wrote, judged under
+  // `invariant` (a string literal) once both are known; `subject` and `value` name it in messages.
+  struct KeyedRead {
+    const char* invariant;
+    const char* subject;
+    int64_t value;
+    Node reader;
+  };
+  void writeKey(const std::string& key, Node writer);
+  void readKey(const std::string& key, const KeyedRead& read);
+  // The invariants this graph's options judge.
+  std::vector<const char*> judged() const;
 
   Options options_;
   sim::Tallies* tallies_;
@@ -207,8 +220,8 @@ class HistoryGraph {
   std::map<std::string, Object, std::less<>> objects_;
   std::unordered_map<uint64_t, Call> calls_;
   std::unordered_map<std::string, Node> clients_;  // client chain -> its last node
-  std::unordered_map<std::string, Node> stageSource_;                 // outbox version key -> its source
-  std::unordered_map<std::string, std::vector<std::pair<int64_t, Node>>> stageWaiting_;  // sink writes before any stage
+  std::unordered_map<std::string, Node> keySource_;                     // keyed write -> its source (its commit, once committed)
+  std::unordered_map<std::string, std::vector<KeyedRead>> keyWaiting_;  // reads before any write of their key
   std::map<std::string_view, uint64_t> passes_;     // judgements that held, per invariant (counted at finish)
   std::map<std::string_view, uint64_t> witnessed_;  // violations given a witness path, per invariant
 };

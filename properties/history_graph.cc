@@ -1,9 +1,11 @@
 // The happens-before graph of a recorded history, built event by event (see happens_before.h), and
-// the read-from judgements of log offsets (LOG-07, LOG-09) and outbox versions (OBX-14). Each event
+// the read-from judgements of log offsets (LOG-07, LOG-09), outbox versions (OBX-14) and fanout
+// claims (FAN-06). Each event
 // costs O(1) amortised: map lookups on the few objects and the call in flight, one node, a few edges.
 #include <algorithm>
 #include <ostream>
 
+#include "engine/fanout_events.h"
 #include "engine/log_events.h"
 #include "engine/outbox_events.h"
 #include "properties/happens_before.h"
@@ -13,6 +15,7 @@ namespace {
 
 using nlohmann::json;
 namespace obx = outbox_events;
+namespace fan = fanout_events;
 
 constexpr int64_t kMaxIndexed = 100'000'000;  // offsets and commit numbers beyond this are malformed, not indexed
 constexpr uint64_t kMaxWitnesses = sim::Tallies::kMaxExamples;  // violations given a witness path, per invariant
@@ -28,17 +31,20 @@ const std::string* textField(const json& e, const char* name) {
 }
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-// The key of one staged version of an outbox row: "<account>\n<channel>\n<key>\n<version>".
-std::string versionKey(const std::string& account, const std::string& channel, const std::string& key, int64_t version) {
-  std::string out = account;
+// The key of a keyed write: "<object>\n<part>\n<part>\n<number>". An outbox version: (account,
+// channel, key, version); a fanout claim: (mailbox, "claim", delivery identity, attempt).
+std::string writeKeyOf(const std::string& object, const std::string& part, const std::string& other, int64_t number) {
+  std::string out = object;
   out += '\n';
-  out += channel;
+  out += part;
   out += '\n';
-  out += key;
+  out += other;
   out += '\n';
-  out += std::to_string(version);
+  out += std::to_string(number);
   return out;
 }
+// A fanout delivery's identity, json([generation, target]) (fanout.md; FAN-19).
+std::string deliveryOf(const json& generation, const std::string& target) { return json::array({generation, target}).dump(); }
 
 template <class Vec>
 void grow(Vec& v, std::size_t n) {
@@ -107,14 +113,14 @@ void HistoryGraph::onObjectEvent(const json& e, std::string_view ev, const std::
     // What the transaction wrote is read from its commit on.
     for (const auto& [offset, writer] : inc.openOffsets)
       if (o.offsetSource[static_cast<std::size_t>(offset)] == writer) o.offsetSource[static_cast<std::size_t>(offset)] = n;
-    for (const std::string& key : inc.openStages) stageSource_[key] = n;
+    for (const std::string& key : inc.openKeys) keySource_[key] = n;
     inc.openOffsets.clear();
-    inc.openStages.clear();
+    inc.openKeys.clear();
     return;
   }
   if (ev == "commit.noop" || ev == "commit.failed" || ev == "incarnation.end") {
     inc.openOffsets.clear();
-    inc.openStages.clear();
+    inc.openKeys.clear();
     return;
   }
   if (ev == "confirm") {
@@ -159,15 +165,32 @@ void HistoryGraph::onObjectEvent(const json& e, std::string_view ev, const std::
   }
   if (options_.outboxVersions) {
     if (ev == obx::kStageWrite) {
-      const std::string key = versionKey(label, e.at("channel").get<std::string>(), e.at("key").get<std::string>(), e.at("version").get<int64_t>());
-      writeVersion(key, n);
-      inc.openStages.push_back(key);
+      const std::string key = writeKeyOf(label, e.at("channel").get<std::string>(), e.at("key").get<std::string>(), e.at("version").get<int64_t>());
+      writeKey(key, n);
+      inc.openKeys.push_back(key);
       return;
     }
     if (ev == obx::kAppSinkWrite) {
       const int64_t version = e.at("version").get<int64_t>();
-      readVersion(versionKey(e.at("source").get<std::string>(), e.at("channel").get<std::string>(), e.at("key").get<std::string>(), version), version,
-                  n);
+      readKey(writeKeyOf(e.at("source").get<std::string>(), e.at("channel").get<std::string>(), e.at("key").get<std::string>(), version),
+              KeyedRead{"OBX-14", "version", version, n});
+      return;
+    }
+  }
+  if (options_.fanoutClaims) {
+    if (ev == fan::kClaimWrite) {
+      const std::string target = e.at("target").get<std::string>();
+      for (const json& claimed : e.at("claimed")) {
+        const std::string key = writeKeyOf(label, "claim", deliveryOf(claimed.at("generation"), target), claimed.at("attempt").get<int64_t>());
+        writeKey(key, n);
+        inc.openKeys.push_back(key);
+      }
+      return;
+    }
+    if (ev == fan::kAppConsume) {
+      const int64_t attempt = e.at("attempt").get<int64_t>();
+      readKey(writeKeyOf(e.at("mailbox").get<std::string>(), "claim", e.at("delivery").get<std::string>(), attempt),
+              KeyedRead{"FAN-06", "the claim of attempt", attempt, n});
       return;
     }
   }
@@ -311,22 +334,30 @@ void HistoryGraph::judgeReadFrom(const char* invariant, const char* subject, int
   });
 }
 
-void HistoryGraph::writeVersion(const std::string& key, Node writer) {
-  stageSource_[key] = writer;
-  if (stageWaiting_.empty()) return;
-  const auto waiting = stageWaiting_.find(key);
-  if (waiting == stageWaiting_.end()) return;
-  for (const auto& [version, reader] : waiting->second) judgeReadFrom("OBX-14", "version", version, writer, reader);
-  stageWaiting_.erase(waiting);
+void HistoryGraph::writeKey(const std::string& key, Node writer) {
+  keySource_[key] = writer;
+  if (keyWaiting_.empty()) return;
+  const auto waiting = keyWaiting_.find(key);
+  if (waiting == keyWaiting_.end()) return;
+  for (const KeyedRead& read : waiting->second) judgeReadFrom(read.invariant, read.subject, read.value, writer, read.reader);
+  keyWaiting_.erase(waiting);
 }
 
-void HistoryGraph::readVersion(const std::string& key, int64_t version, Node reader) {
-  const auto source = stageSource_.find(key);
-  if (source == stageSource_.end()) {
-    stageWaiting_[key].emplace_back(version, reader);
+void HistoryGraph::readKey(const std::string& key, const KeyedRead& read) {
+  const auto source = keySource_.find(key);
+  if (source == keySource_.end()) {
+    keyWaiting_[key].push_back(read);
     return;
   }
-  judgeReadFrom("OBX-14", "version", version, source->second, reader);
+  judgeReadFrom(read.invariant, read.subject, read.value, source->second, read.reader);
+}
+
+std::vector<const char*> HistoryGraph::judged() const {
+  std::vector<const char*> invariants;
+  if (options_.logOffsets) invariants.push_back("LOG-09");
+  if (options_.outboxVersions) invariants.push_back("OBX-14");
+  if (options_.fanoutClaims) invariants.push_back("FAN-06");
+  return invariants;
 }
 
 void HistoryGraph::finish() {
@@ -335,18 +366,16 @@ void HistoryGraph::finish() {
       for (const Node reader : readers) judgeReadFrom("LOG-09", "offset", offset, HappensBefore::kNone, reader);
     o.waiting.clear();
   }
-  for (const auto& [key, readers] : stageWaiting_)
-    for (const auto& [version, reader] : readers) judgeReadFrom("OBX-14", "version", version, HappensBefore::kNone, reader);
-  stageWaiting_.clear();
+  for (const auto& [key, reads] : keyWaiting_)
+    for (const KeyedRead& read : reads) judgeReadFrom(read.invariant, read.subject, read.value, HappensBefore::kNone, read.reader);
+  keyWaiting_.clear();
   if (!tallies_) return;
   for (const auto& [invariant, passes] : passes_) tallies_->add(std::string(invariant), passes, 0, "");
   passes_.clear();
   // The whole history is acyclic: one check per invariant these edges feed.
   const std::optional<std::vector<HbStep>> cycle = graph_.find_cycle();
-  for (const char* invariant : {"LOG-09", "OBX-14"}) {
-    if ((invariant == std::string_view("LOG-09") && !options_.logOffsets) || (invariant == std::string_view("OBX-14") && !options_.outboxVersions)) continue;
+  for (const char* invariant : judged())
     tallies_->check(invariant, !cycle, [&] { return "the happens-before graph has a cycle: " + describe(*cycle); });
-  }
 }
 
 void write_happens_before_dot(std::ostream& out, const std::vector<nlohmann::json>& events, std::size_t first, std::size_t last,
@@ -354,6 +383,7 @@ void write_happens_before_dot(std::ostream& out, const std::vector<nlohmann::jso
   HistoryGraph::Options options;
   options.logOffsets = true;
   options.outboxVersions = true;
+  options.fanoutClaims = true;
   options.everyEvent = true;
   HistoryGraph history(options, nullptr);
   history.set_first_index(first);

@@ -41,7 +41,7 @@ std::string sqlText(const SqlValue& v) {
 LogChecks::LogChecks(StoreReader reader, std::string className)
     : ObjectChecker(std::move(className)),
       reader_(std::move(reader)),
-      history_(HistoryGraph::Options{[this](std::string_view label) { return of_class(label, className_); }, true, false, false}, &tallies_) {
+      history_(HistoryGraph::Options{.follows = [this](std::string_view label) { return of_class(label, className_); }, .logOffsets = true}, &tallies_) {
   for (int i = 1; i <= 18; ++i) tallies_.declare(std::string("LOG-") + (i < 10 ? "0" : "") + std::to_string(i));
   tallies_.declare("SCH-11");
 }

@@ -53,8 +53,8 @@ bool followed(std::string_view ev) {
 OutboxChecks::OutboxChecks(StoreReader reader, std::string className)
     : ObjectChecker(std::move(className)),
       reader_(std::move(reader)),
-      history_(HistoryGraph::Options{[this](std::string_view label) { return of_class(label, className_) || of_class(label, obx::kSinkClass); }, false,
-                                     true, false},
+      history_(HistoryGraph::Options{.follows = [this](std::string_view label) { return of_class(label, className_) || of_class(label, obx::kSinkClass); },
+                                     .outboxVersions = true},
                &tallies_) {}
 
 void OutboxChecks::Facts::apply(const Write& w) {

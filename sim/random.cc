@@ -84,6 +84,8 @@ uint64_t RandomSource::draw(StreamId stream, uint64_t bound, uint64_t simplest) 
 }
 
 uint64_t RandomSource::forgive_next(uint32_t stream, uint64_t bound, uint64_t simplest) {
+  // Full-range draws make identities (UUIDs): their simplest values differ, as identities must.
+  if (bound == 0) simplest = log_.choices.size();
   uint64_t value = simplest;
   const std::vector<Choice>* input = forgive_streams_[stream];
   std::size_t& cursor = forgive_cursors_[stream];
@@ -142,6 +144,18 @@ uint64_t RandomSource::replay_next(uint32_t stream, uint64_t bound) {
   }
   ++cursor_;
   return next.value;
+}
+
+bool RandomSource::another(StreamId stream) {
+  constexpr uint64_t kGoOn = 1;
+  ++draws_;
+  if (forgiving_) {
+    units_.push_back(log_.choices.size());
+    return forgive_next(stream.index, 2, 0) == kGoOn;
+  }
+  if (replay_) return replay_next(stream.index, 2) == kGoOn;
+  log_.choices.push_back(Choice{stream.index, 2, kGoOn});
+  return true;
 }
 
 int64_t RandomSource::between(StreamId stream, int64_t lo, int64_t hi) {

@@ -5,8 +5,9 @@
 // that does not match the recorded one (other stream or bound) marks the replay as diverged. In
 // forgiving mode (the shrinker's, cli/shrink.h) a log is read back per stream and never diverges: a
 // draw whose stream has run out, or whose recorded choice does not fit it, gets the simplest value
-// of its kind instead, and every draw is recorded as in recording mode. The one unrecorded draw,
-// below_unrecorded, exists for sim.mutant.unrecorded_choice.
+// of its kind instead, and every draw is recorded as in recording mode. another() starts an actor's
+// operation with a choice of its own, so that operations are units the shrinker can delete. The one
+// unrecorded draw, below_unrecorded, exists for sim.mutant.unrecorded_choice.
 // Sampling is integer-only: rejection sampling for ranges, parts per million for probabilities, a
 // fixed quantile table for exponential latencies.
 #pragma once
@@ -58,8 +59,9 @@ class RandomSource {
   // Forgiving replay: a draw from stream S takes the next choice `log` holds for the stream named S
   // (the order of choices across streams does not matter). When S has none left, or the choice has
   // another bound or a value outside it, the choice is used up and the draw returns the simplest
-  // value of its kind: below 0, between lo, chance false, exponential the shortest. What the run
-  // drew is recorded in log() (in recording mode's format, so it replays exactly with replaying()),
+  // value of its kind: below 0, between lo, chance false, exponential the shortest, and a full-range
+  // draw (bits, the stuff of UUIDs) its own index in log(), so that identities stay distinct. What
+  // the run drew is recorded in log() (in recording mode's format, so it replays exactly with replaying()),
   // and simplest() says, per recorded choice, which value would have been the simplest. The seed is
   // withheld: nothing is generated.
   static RandomSource forgiving(const ChoiceLog& log);
@@ -76,6 +78,12 @@ class RandomSource {
   int64_t exponential(StreamId stream, int64_t mean);
   // Any 64-bit value.
   uint64_t bits(StreamId stream) { return below(stream, 0); }
+  // Whether an actor goes on to its next operation (workloads/actor_stream.h). Recording mode: true,
+  // recorded as the choice {bound 2, value 1} without a draw from the generator; replay and forgiving
+  // modes read the choice back, its simplest value 0 (what forgiving mode gives a stream that has run
+  // out) meaning stop. Forgiving mode notes where each such choice sits (units()), so the shrinker
+  // can delete an actor's operations whole.
+  bool another(StreamId stream);
   // sim.mutant.unrecorded_choice only (sim/mutants.h): as below(), but the choice log does not record
   // the draw. A replaying source has no generator to draw from (the seed is withheld) and returns 0.
   uint64_t below_unrecorded(StreamId stream, uint64_t bound);
@@ -86,6 +94,8 @@ class RandomSource {
   // Forgiving mode only (empty otherwise): parallel to log().choices, the simplest value each draw
   // could have taken (kPpmScale - 1 for a chance, whose outcome is then false; 0 for the others).
   const std::vector<uint64_t>& simplest() const { return simplest_; }
+  // Forgiving mode only: the index in log().choices of each choice another() drew, ascending.
+  const std::vector<std::size_t>& units() const { return units_; }
   // Forgiving mode only: how many draws got the simplest value because their stream had run out or
   // its next choice did not fit.
   uint64_t forgiven() const { return forgiven_; }
@@ -118,6 +128,7 @@ class RandomSource {
   std::vector<const std::vector<Choice>*> forgive_streams_;
   std::vector<std::size_t> forgive_cursors_;
   std::vector<uint64_t> simplest_;
+  std::vector<std::size_t> units_;
   uint64_t forgiven_ = 0;
 };
 

@@ -283,7 +283,7 @@ TEST_F(CliTest, ReplayOfAWrongVersionIsBadInput) {
 TEST_F(CliTest, ReplayOfATamperedChoiceLogDiverges) {
   std::vector<std::string> lines = split_lines(read_text(saved_trace(10)));
   const auto streams = nlohmann::json::parse(lines.at(1)).at("streams");
-  const auto named = std::find(streams.begin(), streams.end(), "workload.runtime");
+  const auto named = std::find(streams.begin(), streams.end(), "workload.runtime.client.0");
   ASSERT_NE(named, streams.end()) << lines.at(1);
   const auto workload_stream = static_cast<uint64_t>(named - streams.begin());
   auto record = nlohmann::json::parse(lines.at(2));

@@ -101,8 +101,8 @@ const Case kCases[] = {
     {"LoopGapOff", {std::string(ev::kTickEnd), 0, [](json& e) { e["next"] = numberOf(e, "next") + 1; }}, "EVT-38"},
     // A listing costing one list too many.
     {"ListingCost", {std::string(ev::kList), 0, [](json& e) { e["reads"]["lists"] = numberOf(e["reads"], "lists") + 1; }}, "EVT-42"},
-    // A retrying failure's warning logged under another name.
-    {"FailureLogLine", {"log", 0, [](json& e) { e["event"] = "events.other"; }}, "EVT-43"},
+    // A retrying failure's warning (the run's second log line, in this seed) logged under another name.
+    {"FailureLogLine", {"log", 1, [](json& e) { e["event"] = "events.other"; }}, "EVT-43"},
     // A handler receiving another payload than the stored one.
     {"HandlerPayloadChanged", {std::string(ev::kAppHandle), 0, [](json& e) { e["payload"] = "tampered"; }}, "EVT-44"},
     // A malformed probe is a violation, not a crash.

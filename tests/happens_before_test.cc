@@ -1,7 +1,8 @@
 // The happens-before checker (properties/happens_before.h): hand-built histories with a read-from
 // cycle and with a page whose offsets come out of append order are reported with their witness
-// paths (LOG-09, LOG-07); real runs of the log and outbox workloads pass with the checks counted; a
-// mutated log stream in which a read returns an offset appended after it is caught; the DOT drawing
+// paths (LOG-09, LOG-07, OBX-14, FAN-06); real runs of the log, outbox and fanout workloads pass with
+// the checks counted; mutated log and fanout streams (a read of an offset appended after it, a
+// consumer receiving an attempt before its claim) are caught with witness paths; the DOT drawing
 // of a recorded trace parses (rendered with `dot -Tsvg` when Graphviz is installed).
 #include <gtest/gtest.h>
 
@@ -25,7 +26,7 @@ using nlohmann::json;
 // A log history fed straight to a HistoryGraph: events get trace indexes 0, 1, 2, ...
 struct Hand {
   sim::Tallies tallies;
-  HistoryGraph history{HistoryGraph::Options{{}, true, true, false}, &tallies};
+  HistoryGraph history{HistoryGraph::Options{.follows = {}, .logOffsets = true, .outboxVersions = true}, &tallies};
   int64_t t = 1000;
   uint64_t commits = 0;
 
@@ -160,7 +161,7 @@ TEST(HappensBefore, MessagesAndTheOutputGateOrderAReply) {
 
 TEST(HappensBefore, OutboxSinkWriteBeforeItsStage) {
   sim::Tallies tallies;
-  HistoryGraph history{HistoryGraph::Options{{}, false, true, false}, &tallies};
+  HistoryGraph history{HistoryGraph::Options{.follows = {}, .outboxVersions = true}, &tallies};
   const auto account = [](json e) {
     e["object"] = "Account/a";
     e["incarnation"] = 1;
@@ -184,6 +185,37 @@ TEST(HappensBefore, OutboxSinkWriteBeforeItsStage) {
   EXPECT_NE(obx14.examples[0].find("#3 t=3 app.obx.sink.write OutboxSink/s read version 2, written only later by #4 t=4 obx.stage.write Account/a"),
             std::string::npos)
       << obx14.examples[0];
+}
+
+TEST(HappensBefore, FanoutConsumerReceivesAnAttemptBeforeItsClaim) {
+  sim::Tallies tallies;
+  HistoryGraph history{HistoryGraph::Options{.follows = {}, .fanoutClaims = true}, &tallies};
+  const auto in = [](const char* object, json e) {
+    e["object"] = object;
+    e["incarnation"] = 1;
+    return e;
+  };
+  const json claimed = json::array({{{"row", "[\"m1\",\"consumer\"]"}, {"generation", "g1"}, {"attempt", 1}}});
+  const auto consume = [](int64_t attempt, int64_t t) {
+    return json{{"ev", "app.fan.consume"}, {"mailbox", "Mailbox/m"}, {"target", "consumer"}, {"delivery", "[\"g1\",\"consumer\"]"},
+                {"id", "m1"},           {"attempt", attempt},     {"t", t}};
+  };
+  history.observe(in("Mailbox/m", {{"ev", "fan.claim.write"}, {"target", "consumer"}, {"claimed", claimed}, {"t", 1}}));  // #0
+  history.observe(in("Mailbox/m", {{"ev", "commit"}, {"commit", 1}, {"t", 1}}));                                       // #1
+  history.observe(in("FanoutConsumer/c", consume(1, 2)));                                                               // #2: claimed
+  history.observe(in("FanoutConsumer/c", consume(2, 3)));                                                               // #3: not yet
+  json reclaimed = claimed;
+  reclaimed[0]["attempt"] = 2;
+  history.observe(in("Mailbox/m", {{"ev", "fan.claim.write"}, {"target", "consumer"}, {"claimed", reclaimed}, {"t", 4}}));  // #4
+  history.finish();
+  const sim::InvariantTally& fan06 = tallies.by_id().at("FAN-06");
+  EXPECT_EQ(fan06.checked, 3u);  // two receipts and the acyclicity
+  EXPECT_EQ(fan06.violated, 1u);
+  ASSERT_FALSE(fan06.examples.empty());
+  EXPECT_NE(fan06.examples[0].find("#3 t=3 app.fan.consume FanoutConsumer/c read the claim of attempt 2, written only later by #4 t=4 "
+                                   "fan.claim.write Mailbox/m"),
+            std::string::npos)
+      << fan06.examples[0];
 }
 
 // Real runs: the checks are made, and nothing is violated.
@@ -216,6 +248,25 @@ TEST(HappensBeforeRuns, OutboxWorkloadSeedsPass) {
     EXPECT_TRUE(outcome.passed()) << "seed " << seed << ": " << outcome.failure();
     EXPECT_GT(checkedIn(outcome.tallies, "OBX-14"), 0u) << "seed " << seed;
   }
+}
+
+TEST(HappensBeforeRuns, FanoutWorkloadSeedsPass) {
+  workloads::RunConfig config;
+  config.workload = "fanout";
+  for (uint64_t seed = 0; seed <= 2; ++seed) {
+    const cli::SeedOutcome outcome = cli::run_seed(config, seed);
+    EXPECT_TRUE(outcome.passed()) << "seed " << seed << ": " << outcome.failure();
+    EXPECT_GT(checkedIn(outcome.tallies, "FAN-06"), 10u) << "seed " << seed;
+  }
+}
+
+TEST(HappensBeforeRuns, MutatedConsumerReceiptBeforeItsClaimIsCaught) {
+  // The fifth receipt claims the attempt after the one it got: its claim comes later, if at all.
+  mutated::Mutation mutation{"app.fan.consume", 4, [](json& e) { e["attempt"] = e.at("attempt").get<int64_t>() + 1; }};
+  const mutated::Checked checked = mutated::runMutated("fanout", {{"FAN", "Mailbox"}}, 3, mutation);
+  ASSERT_TRUE(checked.applied);
+  EXPECT_GT(checked.violations("FAN-06"), 0u) << checked.examples();
+  EXPECT_NE(checked.examples().find("read the claim of attempt"), std::string::npos) << checked.examples();
 }
 
 TEST(HappensBeforeRuns, MutatedReadOfALaterAppendIsCaught) {

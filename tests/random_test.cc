@@ -2,7 +2,8 @@
 // ranges of below / between / chance (with RapidCheck properties), the exponential mean, draws that
 // are skipped (bound 1, certain chances), replay mode with its divergence reports, and forgiving mode
 // (the shrinker's): a complete log gives the recorded values, a stream that ran out or a choice that
-// does not fit gives the simplest value of the draw, and what was drawn replays exactly.
+// does not fit gives the simplest value of the draw, and what was drawn replays exactly; another(),
+// the choice that opens an actor's operation, in each mode.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -350,7 +351,8 @@ TEST(RandomSource, ForgivingGivesTheSimplestValueWhenAStreamRunsOut) {
   EXPECT_EQ(f.between(s, -7, 7), -7);
   EXPECT_FALSE(f.chance(s, 999'999)) << "the simplest chance is no fault";
   EXPECT_FALSE(f.chance(s, 1));
-  EXPECT_EQ(f.bits(s), 0u);
+  EXPECT_EQ(f.bits(s), 5u) << "a full-range draw's simplest value is its index, so identities differ";
+  EXPECT_EQ(f.bits(s), 6u);
   // The shortest exponential: no recorded draw is shorter.
   const int64_t shortest = f.exponential(s, 1'000'000);
   auto rec = RandomSource::recording(3);
@@ -369,7 +371,8 @@ TEST(RandomSource, ForgivingGivesTheSimplestValueWhenAStreamRunsOut) {
   EXPECT_EQ(rep.between(rs, -7, 7), -7);
   EXPECT_FALSE(rep.chance(rs, 999'999));
   EXPECT_FALSE(rep.chance(rs, 1));
-  EXPECT_EQ(rep.bits(rs), 0u);
+  EXPECT_EQ(rep.bits(rs), 5u);
+  EXPECT_EQ(rep.bits(rs), 6u);
   EXPECT_EQ(rep.exponential(rs, 1'000'000), shortest);
   EXPECT_FALSE(rep.divergence().has_value()) << *rep.divergence();
 }
@@ -434,6 +437,42 @@ RC_GTEST_PROP(RandomProp, ReplayOfARecordedLogGivesTheSameValues, ()) {
   const StreamId again[2] = {rep.stream("one"), rep.stream("two")};
   for (std::size_t i = 0; i < bounds.size(); ++i) RC_ASSERT(rep.below(again[i % 2], bounds[i]) == recorded[i]);
   RC_ASSERT(!rep.divergence().has_value());
+}
+
+// another(): recorded as {bound 2, value 1} without touching the generator; replayed as recorded; in
+// forgiving mode a stream that ran out (or a recorded 0) says stop, and units() notes where it sits.
+TEST(RandomSource, AnotherOpensAnOperationWithAChoiceOfItsOwn) {
+  auto plain = RandomSource::recording(11);
+  auto rec = RandomSource::recording(11);
+  const auto p = plain.stream("s");
+  const auto r = rec.stream("s");
+  EXPECT_TRUE(rec.another(r));
+  EXPECT_EQ(rec.below(r, 1'000), plain.below(p, 1'000)) << "another() draws nothing from the generator";
+  EXPECT_TRUE(rec.another(r));
+  ASSERT_EQ(rec.log().choices.size(), 3u);
+  EXPECT_EQ(rec.log().choices[0], (Choice{0, 2, 1}));
+  EXPECT_EQ(rec.log().choices[2], (Choice{0, 2, 1}));
+  EXPECT_TRUE(rec.units().empty()) << "only forgiving mode notes operations";
+
+  ChoiceLog stopped = rec.log();
+  stopped.choices[2].value = 0;
+  auto rep = RandomSource::replaying(stopped);
+  const auto rs = rep.stream("s");
+  EXPECT_TRUE(rep.another(rs));
+  EXPECT_EQ(rep.below(rs, 1'000), rec.log().choices[1].value);
+  EXPECT_FALSE(rep.another(rs)) << "a recorded 0 stops the actor";
+  EXPECT_FALSE(rep.divergence().has_value());
+
+  auto f = RandomSource::forgiving(rec.log());
+  const auto other = f.stream("other");
+  const auto fs = f.stream("s");
+  EXPECT_FALSE(f.another(other)) << "a stream with nothing recorded stops at once";
+  EXPECT_TRUE(f.another(fs));
+  EXPECT_EQ(f.below(fs, 1'000), rec.log().choices[1].value);
+  EXPECT_TRUE(f.another(fs));
+  EXPECT_FALSE(f.another(fs)) << "a stream that ran out stops";
+  EXPECT_EQ(f.units(), (std::vector<std::size_t>{0, 1, 3, 4}));
+  EXPECT_EQ(f.simplest()[1], 0u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The shrinker (cli/shrink.h): a forgiving run of a complete choice log is the recorded run; a
 // failing outbox trace (the naive sink, sink.last_writer_wins) shrinks to fewer choices and events
 // and the ordinary replay reproduces its violation; the same input and --max-runs give the same
-// result; a passing trace has nothing to shrink; the default output name.
+// result; a forgiving run notes where each client operation starts, and the shrinker deletes
+// operations whole, down to a handful; a passing trace has nothing to shrink; the default output name.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -100,6 +101,37 @@ TEST(Shrink, FailingTraceShrinksAndReplaysToTheSameViolation) {
   EXPECT_EQ(again.trace.hash, result.trace.hash);
   EXPECT_EQ(again.trace.config, result.trace.config);
   EXPECT_EQ(again.accepted, result.accepted);
+}
+
+TEST(Shrink, ForgivingRunNotesWhereEachOperationStarts) {
+  const Failing& failing = failing_trace();
+  ASSERT_FALSE(failing.violated.empty());
+  const ForgivingRun run = run_forgiving(naive_sink_config(), failing.seed, failing.trace.choices, [] { return true; });
+  ASSERT_FALSE(run.units.empty());
+  for (const std::size_t unit : run.units) {
+    ASSERT_LT(unit, run.drawn.choices.size());
+    const sim::Choice& opening = run.drawn.choices[unit];
+    EXPECT_EQ(opening.bound, 2u);
+    const std::string& stream = run.drawn.streams[opening.stream];
+    EXPECT_TRUE(stream.rfind("workload.outbox.client.", 0) == 0 || stream == "workload.outbox.retirer") << stream;
+  }
+}
+
+// Deleting whole operations, not only spans of choices, brings the naive sink's failure down to a
+// handful of client operations within a fixed number of candidate runs.
+TEST(Shrink, OperationsAreDeletedWhole) {
+  const Failing& failing = failing_trace();
+  ASSERT_FALSE(failing.violated.empty());
+  ShrinkLimits limits;
+  limits.max_runs = 600;
+  limits.budget_seconds = 600;
+  const ShrinkResult result = shrink_trace(failing.trace, limits);
+  ASSERT_TRUE(result.before.operations && result.after.operations);
+  EXPECT_GE(*result.before.operations, 50u);
+  EXPECT_LE(*result.after.operations, 10u) << "from " << *result.before.operations;
+  const ReplayOutcome replayed = replay(result.trace);
+  EXPECT_TRUE(replayed.matched);
+  EXPECT_TRUE(shares_one(failing_invariants(replayed.run), failing.violated)) << replayed.run.failure();
 }
 
 TEST(Shrink, PassingTraceHasNothingToShrink) {

@@ -174,7 +174,7 @@ TEST_F(TraceFileTest, RejectsOtherVersions) {
   auto header = nlohmann::json::parse(lines[0]);
   ASSERT_EQ(header["version"], kTraceFormatVersion);
   // 1: FNV-1a hashes; 2: the hash folded the JSON lines.
-  for (const int64_t version : {int64_t{1}, int64_t{2}, kTraceFormatVersion + 1}) {
+  for (const int64_t version : {int64_t{1}, int64_t{2}, int64_t{3}, kTraceFormatVersion + 1}) {
     header["version"] = version;
     lines[0] = header.dump();
     const std::string message = rejection(join_lines(lines));

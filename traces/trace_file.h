@@ -1,5 +1,5 @@
 // Trace files (DESIGN.md, "Traces"): JSON Lines, in this order:
-//   {"format":"durasim-trace","version":3,"seed":S,"config":{...}}   the header
+//   {"format":"durasim-trace","version":4,"seed":S,"config":{...}}   the header
 //   {"streams":[names...]}                                           random stream names
 //   {"choices":[[stream,bound,value],...]}                           the choice log, in chunks
 //   <event line> ... with {"checkpoint":{"events":N,"hash":"..."}} every 1,024 events
@@ -22,7 +22,8 @@ namespace durasim::traces {
 
 // 2: the trace hash and the commit hashes in events are XXH3-64 (version 1 used FNV-1a 64).
 // 3: the trace hash folds each event's binary encoding, no longer its JSON line (recorder.h).
-inline constexpr int64_t kTraceFormatVersion = 3;
+// 4: workload actors draw from streams of their own, an operation opened by a choice of its own.
+inline constexpr int64_t kTraceFormatVersion = 4;
 
 // A trace that cannot be read: the message says where and why, in one line.
 class TraceError : public std::runtime_error {

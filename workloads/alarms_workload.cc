@@ -12,6 +12,7 @@
 #include "engine/alarms_schema.h"
 #include "engine/conventions.h"
 #include "sim/object_runtime.h"
+#include "workloads/actor_stream.h"
 #include "workloads/alarm_app.h"
 #include "workloads/client.h"
 #include "workloads/options.h"
@@ -116,26 +117,27 @@ class AlarmsWorkload final : public Workload {
 
   // A third of schedules land on a shared grid, on a grid instant or 1 ms after it, so that rows fall
   // due together and exactly at each other's boundaries (a pass at t takes rows due at t, not t + 1).
-  int64_t scheduleTime() {
-    const int64_t at = std::max<int64_t>(0, world_->now() + draw(kScheduleAheadMinMs, kScheduleAheadMaxMs));
-    if (draw(0, 2) != 0) return at;
-    return (at / kScheduleGridMs + 1) * kScheduleGridMs + draw(0, 1);
+  int64_t scheduleTime(ActorStream& ops) {
+    const int64_t at = std::max<int64_t>(0, world_->now() + ops.between(kScheduleAheadMinMs, kScheduleAheadMaxMs));
+    if (ops.between(0, 2) != 0) return at;
+    return (at / kScheduleGridMs + 1) * kScheduleGridMs + ops.between(0, 1);
   }
 
   Task<void> client(int64_t c) {
     const std::vector<std::string> names = alarmNames(namesPerFamily_);
-    for (int64_t i = 0; i < ops_ + kLateOpsPerClient; ++i) {
-      co_await world_->sleep_for(draw(0, i < ops_ ? kMaxThinkMs : kMaxLatePauseMs));
-      const std::string target = objectName(draw(0, objects_ - 1));
-      const std::string name = names[static_cast<std::size_t>(draw(0, static_cast<int64_t>(names.size()) - 1))];
-      const int64_t roll = draw(0, 99);
+    ActorStream ops(world_->random(), "alarms", "client", c);
+    for (int64_t i = 0; i < ops_ + kLateOpsPerClient && ops.next_operation(); ++i) {
+      co_await world_->sleep_for(ops.between(0, i < ops_ ? kMaxThinkMs : kMaxLatePauseMs));
+      const std::string target = objectName(ops.between(0, objects_ - 1));
+      const std::string name = names[ops.index(names.size())];
+      const int64_t roll = ops.between(0, 99);
       const Op op = roll < 75 ? Op::schedule : roll < 93 ? Op::cancel : Op::purge;
       nlohmann::json args;
       std::string method;
       switch (op) {
         case Op::schedule:
           method = "schedule";
-          args = {{"name", name}, {"at", scheduleTime()}};
+          args = {{"name", name}, {"at", scheduleTime(ops)}};
           break;
         case Op::cancel:
           method = "cancel";
@@ -144,8 +146,8 @@ class AlarmsWorkload final : public Workload {
         case Op::purge:
           method = "purge";
           // A third of purges cut exactly at a row's created_at (kept: only older rows go).
-          if (draw(0, 2) == 0) args = {{"boundaryOf", name}};
-          else args = {{"before", std::max<int64_t>(0, world_->now() - draw(0, kPurgeLookBackMs))}};
+          if (ops.between(0, 2) == 0) args = {{"boundaryOf", name}};
+          else args = {{"before", std::max<int64_t>(0, world_->now() - ops.between(0, kPurgeLookBackMs))}};
           break;
       }
       // Each call is idempotent in effect (a repeated schedule replaces with the same time, cancel and

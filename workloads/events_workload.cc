@@ -23,6 +23,7 @@
 #include "engine/event_bus_schema.h"
 #include "engine/events_keys.h"
 #include "sim/object_runtime.h"
+#include "workloads/actor_stream.h"
 #include "workloads/bus_app.h"
 #include "workloads/client.h"
 #include "workloads/options.h"
@@ -111,7 +112,6 @@ class EventsWorkload final : public Workload {
 
  private:
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
-  bool chance(uint32_t ppm) { return world_->random().chance(stream_, ppm); }
   template <class T, std::size_t N>
   const T& pick(const T (&choices)[N]) {
     return choices[draw(0, static_cast<int64_t>(N) - 1)];
@@ -163,8 +163,8 @@ class EventsWorkload final : public Workload {
     return c;
   }
 
-  const BusConsumerConfig& anyConsumer() {
-    return config_.consumers[static_cast<std::size_t>(draw(0, static_cast<int64_t>(config_.consumers.size()) - 1))];
+  const BusConsumerConfig& anyConsumer(ActorStream& ops) {
+    return config_.consumers[ops.index(config_.consumers.size())];
   }
 
   // (bus, topic, consumer) triples whose consumer has not acknowledged every event of its topic.
@@ -193,26 +193,27 @@ class EventsWorkload final : public Workload {
 
   Task<void> emitter(int64_t e) {
     std::vector<std::pair<std::string, std::string>> sent;  // (topic, id) emitted with an explicit id
-    for (int64_t i = 0; i < ops_; ++i) {
-      co_await world_->sleep_for(draw(0, kMaxThinkMs));
-      const std::string bus = busName(draw(0, buses_ - 1));
-      std::string topic = config_.topics[static_cast<std::size_t>(draw(0, static_cast<int64_t>(config_.topics.size()) - 1))];
+    ActorStream ops(world_->random(), "events", "emitter", e);
+    for (int64_t i = 0; i < ops_ && ops.next_operation(); ++i) {
+      co_await world_->sleep_for(ops.between(0, kMaxThinkMs));
+      const std::string bus = busName(ops.between(0, buses_ - 1));
+      std::string topic = config_.topics[ops.index(config_.topics.size())];
       std::string id = "e";
       id += std::to_string(e);
       id += ":";
       id += std::to_string(i);
-      if (draw(0, 3) == 0) id += "%";
-      if (!sent.empty() && chance(kReusedIdPpm)) {
-        const auto& again = sent[static_cast<std::size_t>(draw(0, static_cast<int64_t>(sent.size()) - 1))];
+      if (ops.between(0, 3) == 0) id += "%";
+      if (!sent.empty() && ops.chance(kReusedIdPpm)) {
+        const auto& again = sent[ops.index(sent.size())];
         topic = again.first;
         id = again.second;
       }
       nlohmann::json args = {{"topic", topic}, {"payload", {{"emitter", e}, {"op", i}}}, {"id", id}};
-      if (chance(kDepthBoundPpm)) args["maxDepth"] = draw(kMaxDepthLo, kMaxDepthHi);
-      const bool bad = chance(kBadInputPpm);
-      if (bad) args[draw(0, 1) == 0 ? "topic" : "id"] = "";
+      if (ops.chance(kDepthBoundPpm)) args["maxDepth"] = ops.between(kMaxDepthLo, kMaxDepthHi);
+      const bool bad = ops.chance(kBadInputPpm);
+      if (bad) args[ops.between(0, 1) == 0 ? "topic" : "id"] = "";
       ++emits_;
-      if (!bad && chance(kNoIdPpm)) {
+      if (!bad && ops.chance(kNoIdPpm)) {
         args.erase("id");
         Task<Reply> once = client_->call(bus, "emit", args);
         const Reply reply = co_await once;
@@ -245,13 +246,14 @@ class EventsWorkload final : public Workload {
   // started again at once, or a consumer asked for with an invalid maxAttempts (which must be
   // refused with RangeError, events.md 6.1).
   Task<void> racer() {
-    while (!healed_) {
-      co_await world_->sleep_for(draw(1, kRaceEveryMs));
+    ActorStream ops(world_->random(), "events", "racer");
+    while (!healed_ && ops.next_operation()) {
+      co_await world_->sleep_for(ops.between(1, kRaceEveryMs));
       if (healed_) break;
-      const BusConsumerConfig& c = anyConsumer();
-      const std::string bus = busName(draw(0, buses_ - 1));
+      const BusConsumerConfig& c = anyConsumer(ops);
+      const std::string bus = busName(ops.between(0, buses_ - 1));
       const nlohmann::json who = {{"topic", c.topic}, {"consumer", c.name}};
-      switch (draw(0, 3)) {
+      switch (ops.between(0, 3)) {
         case 0: {
           Task<Reply> restarting = client_->call(bus, "restart", who);
           co_await restarting;
@@ -259,7 +261,7 @@ class EventsWorkload final : public Workload {
         }
         case 1: {
           nlohmann::json args = who;
-          args["maxAttempts"] = pick(kInvalidAttempts);
+          args["maxAttempts"] = ops.pick(kInvalidAttempts);
           Task<Reply> subscribing = client_->call(bus, "subscribe", args);
           const Reply reply = co_await subscribing;
           if (reply.ok())
@@ -281,17 +283,18 @@ class EventsWorkload final : public Workload {
   // While faults are on: lists a consumer's dead events and releases one of them with several
   // racing calls.
   Task<void> releaser() {
-    while (!healed_) {
-      co_await world_->sleep_for(draw(1, kReleaseEveryMs));
+    ActorStream ops(world_->random(), "events", "releaser");
+    while (!healed_ && ops.next_operation()) {
+      co_await world_->sleep_for(ops.between(1, kReleaseEveryMs));
       if (healed_) break;
-      const BusConsumerConfig& c = anyConsumer();
-      const std::string bus = busName(draw(0, buses_ - 1));
+      const BusConsumerConfig& c = anyConsumer(ops);
+      const std::string bus = busName(ops.between(0, buses_ - 1));
       Task<Reply> listing = client_->call(bus, "dead", {{"topic", c.topic}, {"consumer", c.name}});
       const Reply listed = co_await listing;
       if (!listed.ok() || !listed.value.contains("events") || listed.value.at("events").empty()) continue;
       const nlohmann::json& dead = listed.value.at("events");
-      const std::string id = dead.at(static_cast<std::size_t>(draw(0, static_cast<int64_t>(dead.size()) - 1))).at("id").get<std::string>();
-      const int64_t racing = draw(1, kMaxRacingReleases);
+      const std::string id = dead.at(ops.index(dead.size())).at("id").get<std::string>();
+      const int64_t racing = ops.between(1, kMaxRacingReleases);
       for (int64_t r = 0; r < racing; ++r) world_->tasks().spawn("events.release", releaseOnce(bus, c.topic, c.name, id));
     }
   }

@@ -21,6 +21,7 @@
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
 #include "sim/stream_random.h"
+#include "workloads/actor_stream.h"
 #include "workloads/client.h"
 #include "workloads/envelope.h"
 #include "workloads/mailbox.h"
@@ -140,7 +141,6 @@ class FanoutWorkload final : public Workload {
 
  private:
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
-  bool chance(uint32_t ppm) { return world_->random().chance(stream_, ppm); }
   template <std::size_t N>
   int64_t pick(const int64_t (&choices)[N]) {
     return choices[draw(0, static_cast<int64_t>(N) - 1)];
@@ -199,8 +199,8 @@ class FanoutWorkload final : public Workload {
     co_return Reply{};
   }
 
-  nlohmann::json message(int64_t p, int64_t seq) {
-    const std::string pad(static_cast<std::size_t>(draw(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
+  static nlohmann::json message(ActorStream& ops, int64_t p, int64_t seq) {
+    const std::string pad(static_cast<std::size_t>(ops.between(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
     std::string id = "P";
     id += std::to_string(p);
     id += "-";
@@ -209,8 +209,8 @@ class FanoutWorkload final : public Workload {
   }
 
   // A batch the fanout must refuse, and the part of it that makes it invalid.
-  void invalidate(FanoutPush& push) {
-    switch (draw(0, 2)) {
+  static void invalidate(ActorStream& ops, FanoutPush& push) {
+    switch (ops.between(0, 2)) {
       case 0:
         push.targets = std::vector<std::string>{};
         break;
@@ -226,25 +226,26 @@ class FanoutWorkload final : public Workload {
   Task<void> producer(int64_t p) {
     int64_t seq = 0;
     std::vector<nlohmann::json> sent;  // earlier messages, for key reuse
-    for (int64_t i = 0; i < ops_; ++i) {
-      co_await world_->sleep_for(draw(0, kMaxThinkMs));
+    ActorStream ops(world_->random(), "fanout", "producer", p);
+    for (int64_t i = 0; i < ops_ && ops.next_operation(); ++i) {
+      co_await world_->sleep_for(ops.between(0, kMaxThinkMs));
       FanoutPush push;
-      push.tenant = mailboxName(draw(0, mailboxes_ - 1));
-      const int64_t size = draw(1, 3);
+      push.tenant = mailboxName(ops.between(0, mailboxes_ - 1));
+      const int64_t size = ops.between(1, 3);
       for (int64_t m = 0; m < size; ++m) {
-        if (!sent.empty() && chance(kReusedKeyPpm)) {
-          nlohmann::json again = sent[static_cast<std::size_t>(draw(0, static_cast<int64_t>(sent.size()) - 1))];
+        if (!sent.empty() && ops.chance(kReusedKeyPpm)) {
+          nlohmann::json again = sent[ops.index(sent.size())];
           again["body"]["again"] = seq++;
           push.messages.push_back(std::move(again));
         } else {
-          push.messages.push_back(message(p, seq++));
+          push.messages.push_back(message(ops, p, seq++));
         }
       }
-      const int64_t roll = draw(0, 99);
+      const int64_t roll = ops.between(0, 99);
       if (roll < 15) push.targets = std::vector<std::string>{kConsumerTarget};
       else if (roll < 30) push.targets = std::vector<std::string>{kArchiveTarget};
-      const bool invalid = chance(kInvalidBatchPpm);
-      if (invalid) invalidate(push);
+      const bool invalid = ops.chance(kInvalidBatchPpm);
+      if (invalid) invalidate(ops, push);
       const std::function<Task<Reply>()> attempt = [this, &push] { return pushOnce(push); };
       Task<Settled> pushing = retryUntilDefinite(*world_, kPushBackoff, attempt);
       const Settled settled = co_await pushing;
@@ -264,22 +265,24 @@ class FanoutWorkload final : public Workload {
 
   // The operator: while faults are on, asks a mailbox to redrive a few of its DLQ entries.
   Task<void> redriver() {
-    while (!healed_) {
+    ActorStream ops(world_->random(), "fanout", "redriver");
+    while (!healed_ && ops.next_operation()) {
       co_await world_->sleep_for(kRedriveEveryMs);
       if (healed_) break;
       ++redriveCalls_;
-      Task<Reply> redriving = client_->call(mailboxName(draw(0, mailboxes_ - 1)), "redrive", {{"limit", kRedriveLimit}});
+      Task<Reply> redriving = client_->call(mailboxName(ops.between(0, mailboxes_ - 1)), "redrive", {{"limit", kRedriveLimit}});
       co_await redriving;
     }
   }
 
   // With alarms: schedules the named alarm beside the fanout now and then, until heal.
   Task<void> ticker() {
-    while (!healed_) {
-      co_await world_->sleep_for(draw(1, kTickEveryMs));
+    ActorStream ops(world_->random(), "fanout", "ticker");
+    while (!healed_ && ops.next_operation()) {
+      co_await world_->sleep_for(ops.between(1, kTickEveryMs));
       if (healed_) break;
-      const nlohmann::json args = {{"at", world_->now() + draw(0, kTickAheadMs)}};
-      Task<Settled> scheduling = client_->callUntilDefinite(mailboxName(draw(0, mailboxes_ - 1)), "schedule", args, kPushBackoff);
+      const nlohmann::json args = {{"at", world_->now() + ops.between(0, kTickAheadMs)}};
+      Task<Settled> scheduling = client_->callUntilDefinite(mailboxName(ops.between(0, mailboxes_ - 1)), "schedule", args, kPushBackoff);
       co_await scheduling;
     }
   }

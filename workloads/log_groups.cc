@@ -56,7 +56,7 @@ Task<std::optional<int64_t>> resumeAfterTruncation(LogRun& run, const std::strin
 }
 
 // One read-handle-commit step of `group` on partition `i`; returns whether it made progress.
-Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPosition& position) {
+Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, int64_t i, GroupPosition& position) {
   const std::string name = partitionName(i);
   if (!position.from) {
     Task<std::optional<int64_t>> locating = startOffset(run, name, group, position);
@@ -64,7 +64,7 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
     if (!position.from) co_return false;
   }
   const int64_t from = *position.from;
-  const nlohmann::json readArgs = {{"from", from}, {"limit", run.draw(1, 2 * run.base.maxBatchSize)}};
+  const nlohmann::json readArgs = {{"from", from}, {"limit", ops.between(1, 2 * run.base.maxBatchSize)}};
   Task<Reply> reading = run.client->call(name, "read", readArgs);
   const Reply page = co_await reading;
   if (page.failedWith("LogTruncatedError")) {
@@ -100,7 +100,7 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
   if (committed.ok()) {
     position.from = next;
     position.committed = next;
-    if (run.chance(kLateCommitPpm)) {  // the commit of the page's start, late: it must change nothing (LOG-06)
+    if (ops.chance(kLateCommitPpm)) {  // the commit of the page's start, late: it must change nothing (LOG-06)
       const nlohmann::json lateArgs = {{"consumer", group}, {"offset", from}};
       Task<Reply> late = run.client->call(name, "commit", lateArgs);
       (void)co_await late;
@@ -115,13 +115,14 @@ Task<bool> consumeOnce(LogRun& run, const std::string& group, int64_t i, GroupPo
 
 Task<void> consumerGroup(LogRun& run, int64_t g) {
   std::vector<GroupPosition> positions(static_cast<std::size_t>(run.partitions));
-  const int64_t pollMs = run.pollInterval(g);
+  ActorStream ops(run.world->random(), "log", "group", g);
+  const int64_t pollMs = LogRun::pollInterval(g, ops);
   int64_t idleMs = pollMs;
   for (;;) {
     bool worked = false;
     for (int64_t i = 0; i < run.partitions; ++i) {
       const std::string name = groupName(g);
-      Task<bool> consuming = consumeOnce(run, name, i, positions[static_cast<std::size_t>(i)]);
+      Task<bool> consuming = consumeOnce(run, ops, name, i, positions[static_cast<std::size_t>(i)]);
       worked = co_await consuming || worked;
     }
     idleMs = LogRun::nextPause(worked, pollMs, idleMs);

@@ -35,13 +35,13 @@ void emitOutcome(LogRun& run, const std::string& name, const std::string& consum
 // Before heal: nack a lease holding a poison record on its first attempts (so maxAttempts is
 // reached), else ack 70%, nack 15%, stall 15%. After heal every lease is acked, so the consumers
 // drain (LSE-15).
-Outcome chooseOutcome(LogRun& run, const nlohmann::json& lease) {
+Outcome chooseOutcome(LogRun& run, ActorStream& ops, const nlohmann::json& lease) {
   if (run.healed) return Outcome::ack;
   if (lease.at("attempt").get<int64_t>() <= kPoisonAttempts)
     for (const nlohmann::json& r : lease.at("records"))
       if (const nlohmann::json& body = r.at("body"); body.is_object() && body.value("seq", int64_t{1}) % kPoisonEvery == 0)
         return Outcome::nack;  // (a body not as produced is for the checkers to judge, LOG-09, LSE-10)
-  const int64_t roll = run.draw(0, 99);
+  const int64_t roll = ops.between(0, 99);
   return roll < 70 ? Outcome::ack : roll < 85 ? Outcome::nack : Outcome::stall;
 }
 
@@ -72,8 +72,8 @@ Task<void> settleExpectingRefusal(LogRun& run, const std::string& name, const st
 }
 
 // One lease on partition `name` and its settlement; returns whether a lease was granted.
-Task<bool> leaseOnce(LogRun& run, const std::string& consumer, const std::string& name) {
-  const nlohmann::json args = {{"consumer", consumer}, {"limit", run.draw(1, run.base.maxBatchSize)}};
+Task<bool> leaseOnce(LogRun& run, ActorStream& ops, const std::string& consumer, const std::string& name) {
+  const nlohmann::json args = {{"consumer", consumer}, {"limit", ops.between(1, run.base.maxBatchSize)}};
   Task<Reply> leasing = run.client->call(name, "lease", args);
   const Reply reply = co_await leasing;
   // After a truncation the next lease carries on (or stays blocked on a lost segment).
@@ -82,13 +82,13 @@ Task<bool> leaseOnce(LogRun& run, const std::string& consumer, const std::string
   ++run.counts.leased;
   const nlohmann::json& lease = reply.value;
   const std::string batchId = lease.at("batchId").get<std::string>();
-  if (run.chance(kWrongConsumerPpm)) {
+  if (ops.chance(kWrongConsumerPpm)) {
     const std::string wrongConsumer = consumer + "-other";
     const std::string invariant = "LSE-11";
     Task<void> probing = settleExpectingRefusal(run, name, wrongConsumer, batchId, lease, invariant);
     co_await probing;
   }
-  const Outcome outcome = chooseOutcome(run, lease);
+  const Outcome outcome = chooseOutcome(run, ops, lease);
   if (outcome == Outcome::stall) {
     emitOutcome(run, name, consumer, lease, "stall", "ok");
     co_return true;
@@ -98,7 +98,7 @@ Task<bool> leaseOnce(LogRun& run, const std::string& consumer, const std::string
   Task<Reply> settling = run.client->call(name, method, settleArgs);
   const Reply settled = co_await settling;
   emitOutcome(run, name, consumer, lease, method, settled.label());
-  if (settled.ok() && run.chance(kStaleAckPpm)) {
+  if (settled.ok() && ops.chance(kStaleAckPpm)) {
     const std::string invariant = "LSE-04";
     Task<void> probing = settleExpectingRefusal(run, name, consumer, batchId, lease, invariant);
     co_await probing;
@@ -110,10 +110,11 @@ Task<bool> leaseOnce(LogRun& run, const std::string& consumer, const std::string
 
 Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k) {
   const std::string consumer = leaserName(c);
-  const int64_t pollMs = run.pollInterval(c);
+  ActorStream ops(run.world->random(), "log", "poller", c * run.pollersPerLeaser() + k);
+  const int64_t pollMs = LogRun::pollInterval(c, ops);
   int64_t turn = k, idleMs = pollMs;
   for (;;) {
-    if (run.chance(kDisabledProbePpm)) {
+    if (ops.chance(kDisabledProbePpm)) {
       Task<void> probing = probeDisabled(run, consumer);
       co_await probing;
     }
@@ -121,7 +122,7 @@ Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k) {
     bool worked = false;
     if (run.leased(i)) {
       const std::string name = partitionName(i);
-      Task<bool> leasing = leaseOnce(run, consumer, name);
+      Task<bool> leasing = leaseOnce(run, ops, consumer, name);
       worked = co_await leasing;
     }
     idleMs = LogRun::nextPause(worked, pollMs, idleMs);

@@ -65,26 +65,28 @@ LogProducers::LogProducers(LogRun& run)
 
 Task<void> LogProducers::producer(int64_t p) {
   int64_t seq = 0;
-  for (int64_t i = 0; i < run_.ops; ++i) {
-    co_await run_.world->sleep_for(run_.draw(0, kMaxThinkMs));
-    const bool invalid = run_.chance(kInvalidBatchPpm);
+  ActorStream ops(run_.world->random(), "log", "producer", p);
+  for (int64_t i = 0; i < run_.ops && ops.next_operation(); ++i) {
+    co_await run_.world->sleep_for(ops.between(0, kMaxThinkMs));
+    const bool invalid = ops.chance(kInvalidBatchPpm);
     nlohmann::json records = nlohmann::json::array();
     if (invalid) {
-      records = invalidBatch(p, seq);
+      records = invalidBatch(ops, p, seq);
     } else {
-      const int64_t size = run_.draw(1, run_.base.maxBatchSize);
-      for (int64_t r = 0; r < size; ++r) records.push_back(record(p, seq++));
-      if (size > 1 && run_.chance(kDuplicateKeyPpm)) records.back() = repeated(p, records[run_.draw(0, size - 2)]);
+      const int64_t size = ops.between(1, run_.base.maxBatchSize);
+      for (int64_t r = 0; r < size; ++r) records.push_back(record(ops, p, seq++));
+      if (size > 1 && ops.chance(kDuplicateKeyPpm)) records.back() = repeated(ops, p, records[ops.index(static_cast<std::size_t>(size - 1))]);
     }
-    Task<void> producing = produce(p, records, invalid);
+    Task<void> producing = produce(ops, p, records, invalid);
     co_await producing;
   }
   ++run_.counts.producersDone;
 }
 
 Task<void> LogProducers::heartbeat() {
-  for (;;) {
-    co_await run_.world->sleep_for(run_.draw(kMinHeartbeatMs, kMaxHeartbeatMs));
+  ActorStream ops(run_.world->random(), "log", "heartbeat");
+  while (ops.next_operation()) {
+    co_await run_.world->sleep_for(ops.between(kMinHeartbeatMs, kMaxHeartbeatMs));
     AppendBatch batch{nlohmann::json::array()};
     batch.ping = true;
     pinging_ = true;
@@ -130,29 +132,29 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
   co_return std::move(*result);
 }
 
-nlohmann::json LogProducers::record(int64_t p, int64_t seq) {
-  const std::string pad(static_cast<std::size_t>(run_.draw(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
+nlohmann::json LogProducers::record(ActorStream& ops, int64_t p, int64_t seq) {
+  const std::string pad(static_cast<std::size_t>(ops.between(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
   return {{"key", producerName(p) + "-" + std::to_string(seq)},
           {"body", {{"producer", p}, {"seq", seq}, {"pad", pad}}}};
 }
 
 // `original`'s key again, with another body: the log keeps one record, with this last body (LOG-02).
-nlohmann::json LogProducers::repeated(int64_t p, const nlohmann::json& original) {
-  const std::string pad(static_cast<std::size_t>(run_.draw(0, kMaxPadBytes)), 'Z');
+nlohmann::json LogProducers::repeated(ActorStream& ops, int64_t p, const nlohmann::json& original) {
+  const std::string pad(static_cast<std::size_t>(ops.between(0, kMaxPadBytes)), 'Z');
   return {{"key", original.at("key")}, {"body", {{"producer", p}, {"seq", original.at("body").at("seq")}, {"pad", pad}, {"again", true}}}};
 }
 
 // A batch the log must reject: empty, one record over maxBatchSize, or a record with an empty key.
-nlohmann::json LogProducers::invalidBatch(int64_t p, int64_t& seq) {
+nlohmann::json LogProducers::invalidBatch(ActorStream& ops, int64_t p, int64_t& seq) {
   nlohmann::json records = nlohmann::json::array();
-  switch (run_.draw(0, 2)) {
+  switch (ops.between(0, 2)) {
     case 0:
       break;
     case 1:
-      for (int64_t i = 0; i <= run_.base.maxBatchSize; ++i) records.push_back(record(p, seq++));
+      for (int64_t i = 0; i <= run_.base.maxBatchSize; ++i) records.push_back(record(ops, p, seq++));
       break;
     default:
-      records.push_back(record(p, seq++));
+      records.push_back(record(ops, p, seq++));
       records.push_back({{"key", ""}, {"body", {{"producer", p}, {"seq", -1}}}});
       break;
   }
@@ -160,8 +162,8 @@ nlohmann::json LogProducers::invalidBatch(int64_t p, int64_t& seq) {
 }
 
 // Pushes until a definite answer; retries go to the shard the first attempt reached.
-Task<void> LogProducers::produce(int64_t p, const nlohmann::json& records, bool invalid) {
-  if (run_.chance(kRefusedPushPpm)) {
+Task<void> LogProducers::produce(ActorStream& ops, int64_t p, const nlohmann::json& records, bool invalid) {
+  if (ops.chance(kRefusedPushPpm)) {
     Task<void> refusing = refusedPush(records);
     co_await refusing;
   }

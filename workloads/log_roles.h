@@ -1,8 +1,8 @@
 // The roles of the log workload (log_workload.cc wires them) and the state they share in one run:
 // producers (log_producers.cc), consumer groups (log_groups.cc), leased pollers (log_leasers.cc),
 // the cold lifecycle mirror (log_mirror.cc), the retirer of a drained partition
-// (log_retirer.cc) and the read probe (log_probe.cc). The roles draw from the workload's stream (the
-// routing clients from their own) and check the definite answers they get against what the spec
+// (log_retirer.cc) and the read probe (log_probe.cc). Each producer, consumer and poller draws from a
+// stream of its own (actor_stream.h; the routing clients from theirs) and checks the definite answers they get against what the spec
 // requires (LOG-14, LSE-04, LSE-11, LSE-16) in the shared expectations.
 // Names: partitions "p<i>" (objects "LogPartition/p<i>"), producers "P<i>", groups "g<i>", leased
 // consumers "L<i>"; shard "shard-<i>" is served by partition p(i mod partitions).
@@ -24,6 +24,7 @@
 #include "sim/stream_random.h"
 #include "sim/tally.h"
 #include "sim/world.h"
+#include "workloads/actor_stream.h"
 #include "workloads/client.h"
 #include "workloads/log_partition.h"
 
@@ -61,7 +62,7 @@ struct LogCounts {
 // The state of one run of the log workload. REQUIRES: it outlives every role's task.
 struct LogRun {
   sim::World* world = nullptr;
-  sim::StreamId stream;  // "workload.log": every draw of every role
+  sim::StreamId stream;  // "workload.log": the draws of the configuration (each role has a stream of its own)
   int64_t partitions = 0, producers = 0, groups = 0, leasers = 0, ops = 0;
   LogPartitionConfig base;  // drawn per seed; partition noLeases has no leases option
   std::map<std::string, LogPartitionConfig> configs;
@@ -81,7 +82,9 @@ struct LogRun {
   bool leased(int64_t partition) const { return partition != noLeases; }
   int64_t pollersPerLeaser() const { return base.leases->maxParallelism + 1; }
   // The pause between rounds of consumer number `consumer` (drawn for all but the first).
-  int64_t pollInterval(int64_t consumer) { return consumer == 0 ? kMinPollMs : draw(kSlowPollMinMs, kSlowPollMaxMs); }
+  static int64_t pollInterval(int64_t consumer, ActorStream& ops) {
+    return consumer == 0 ? kMinPollMs : ops.between(kSlowPollMinMs, kSlowPollMaxMs);
+  }
   // The pause after a round that did (or did not) make progress.
   static int64_t nextPause(bool worked, int64_t pollMs, int64_t idleMs) {
     return worked ? pollMs : std::min(std::max(kMaxIdleMs, pollMs), idleMs * 2);
@@ -123,10 +126,10 @@ class LogProducers {
 
  private:
   Task<AppendResult> invokeAppend(const ShardAddress& address, const AppendBatch& batch);
-  nlohmann::json record(int64_t p, int64_t seq);
-  nlohmann::json repeated(int64_t p, const nlohmann::json& original);
-  nlohmann::json invalidBatch(int64_t p, int64_t& seq);
-  Task<void> produce(int64_t p, const nlohmann::json& records, bool invalid);
+  static nlohmann::json record(ActorStream& ops, int64_t p, int64_t seq);
+  static nlohmann::json repeated(ActorStream& ops, int64_t p, const nlohmann::json& original);
+  nlohmann::json invalidBatch(ActorStream& ops, int64_t p, int64_t& seq);
+  Task<void> produce(ActorStream& ops, int64_t p, const nlohmann::json& records, bool invalid);
   Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
   Task<void> refusedPush(const nlohmann::json& records);
   Task<std::optional<AppendResult>> tracedPush(const AppendClient& client, AppendBatch& batch, bool faulty,

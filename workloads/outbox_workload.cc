@@ -20,6 +20,7 @@
 #include "engine/outbox_schema.h"
 #include "sim/object_runtime.h"
 #include "workloads/account.h"
+#include "workloads/actor_stream.h"
 #include "workloads/client.h"
 #include "workloads/options.h"
 
@@ -167,10 +168,11 @@ class OutboxWorkload final : public Workload {
   }
 
   Task<void> client(int64_t c) {
-    for (int64_t i = 0; i < ops_; ++i) {
-      co_await world_->sleep_for(draw(0, kMaxThinkMs));
-      const std::string account = accountName(draw(0, accounts_ - 1));
-      if (chance(kPingPpm)) {
+    ActorStream ops(world_->random(), "outbox", "client", c);
+    for (int64_t i = 0; i < ops_ && ops.next_operation(); ++i) {
+      co_await world_->sleep_for(ops.between(0, kMaxThinkMs));
+      const std::string account = accountName(ops.between(0, accounts_ - 1));
+      if (ops.chance(kPingPpm)) {
         Task<Settled> pinging = client_->callUntilDefinite(account, "ping", nlohmann::json::object(), kCallBackoff);
         co_await pinging;
         continue;
@@ -179,12 +181,12 @@ class OutboxWorkload final : public Workload {
       op += std::to_string(c);
       op += "-";
       op += std::to_string(i);
-      const bool emptyKey = chance(kEmptyKeyPpm);
-      const std::string key = emptyKey ? std::string() : keyName(draw(0, keys_ - 1));
+      const bool emptyKey = ops.chance(kEmptyKeyPpm);
+      const std::string key = emptyKey ? std::string() : keyName(ops.between(0, keys_ - 1));
       const nlohmann::json args = {{"key", key},
-                                   {"amount", draw(-50, 100)},
-                                   {"abort", chance(kAbortPpm)},
-                                   {"audit", chance(kAuditPpm)},
+                                   {"amount", ops.between(-50, 100)},
+                                   {"abort", ops.chance(kAbortPpm)},
+                                   {"audit", ops.chance(kAuditPpm)},
                                    {"op", op}};
       ++deposits_;
       Task<Settled> depositing = client_->callUntilDefinite(account, "deposit", args, kCallBackoff);
@@ -209,7 +211,9 @@ class OutboxWorkload final : public Workload {
 
   // The operator: retires the last account at a random time while faults are on, then wakes it.
   Task<void> retirer() {
-    co_await world_->sleep_for(draw(0, kRetireAfterMaxMs));
+    ActorStream ops(world_->random(), "outbox", "retirer");
+    if (!ops.next_operation()) co_return;
+    co_await world_->sleep_for(ops.between(0, kRetireAfterMaxMs));
     const std::string account = accountName(accounts_ - 1);
     Task<Reply> retiring = client_->call(account, "retire", nlohmann::json::object());
     co_await retiring;

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "sim/object_runtime.h"
+#include "workloads/actor_stream.h"
 #include "workloads/client.h"
 #include "workloads/counter_app.h"
 #include "workloads/options.h"
@@ -75,7 +76,6 @@ class RuntimeWorkload final : public Workload {
   void setup(sim::World& world, faults::FaultPlan& faults) override {
     world_ = &world;
     faults_ = &faults;
-    stream_ = world.random().stream("workload.runtime");
     sim::RuntimeOptions options;
     options.bucket_rules[kBucket] = {sim::LifecycleRule{"", kArchiveExpiryDays}};
     options.storage_dir = storage_dir_;
@@ -127,7 +127,6 @@ class RuntimeWorkload final : public Workload {
     name += std::to_string(i);
     return name;
   }
-  int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
 
   // RT-21: expired archives went no earlier than due and no later than due + the maximum lag, due
   // computed from the upload the store's history shows and the archive's rule; every archive still
@@ -202,40 +201,41 @@ class RuntimeWorkload final : public Workload {
 
   // One client: random operations on random objects; uncertain outcomes retried with the same id.
   Task<void> client(int64_t c) {
-    for (int64_t i = 0; i < ops_; ++i) {
-      co_await world_->sleep_for(draw(0, kMaxThinkMs));
+    ActorStream ops(world_->random(), "runtime", "client", c);
+    for (int64_t i = 0; i < ops_ && ops.next_operation(); ++i) {
+      co_await world_->sleep_for(ops.between(0, kMaxThinkMs));
       const std::string op = "k" + std::to_string(c) + "." + std::to_string(i);
-      const std::string target = object_name(draw(0, objects_ - 1));
+      const std::string target = object_name(ops.between(0, objects_ - 1));
       nlohmann::json args = {{"op", op}};
       std::string method;
-      switch (menu_[static_cast<std::size_t>(draw(0, static_cast<int64_t>(menu_.size()) - 1))]) {
+      switch (menu_[ops.index(menu_.size())]) {
         case Op::add:
           method = "add";
-          args["key"] = std::string("k").append(std::to_string(draw(0, 2)));
-          args["amount"] = draw(1, 100);
+          args["key"] = std::string("k").append(std::to_string(ops.between(0, 2)));
+          args["amount"] = ops.between(1, 100);
           break;
         case Op::arm:
           method = "arm";
-          args["delay"] = draw(0, kMaxAlarmDelayMs);
-          if (probes_.failing_alarms) args["fails"] = draw(0, 1) == 1;
+          args["delay"] = ops.between(0, kMaxAlarmDelayMs);
+          if (probes_.failing_alarms) args["fails"] = ops.between(0, 1) == 1;
           break;
         case Op::relay:
           method = "relay";
-          args["to"] = object_name(draw(0, objects_ - 1));
-          args["amount"] = draw(1, 100);
+          args["to"] = object_name(ops.between(0, objects_ - 1));
+          args["amount"] = ops.between(1, 100);
           relay_targets_[op] = args["to"].get<std::string>();
           break;
         case Op::burst:
           method = "burst";
-          args["to"] = object_name(draw(0, objects_ - 1));
-          args["calls"] = draw(2, kMaxBurstCalls);
+          args["to"] = object_name(ops.between(0, objects_ - 1));
+          args["calls"] = ops.between(2, kMaxBurstCalls);
           break;
         case Op::archive:
           method = "archive";
           break;
         case Op::rewrite:
           method = "rewrite";
-          args["gap"] = draw(0, kMaxRewriteGapMs);
+          args["gap"] = ops.between(0, kMaxRewriteGapMs);
           break;
         case Op::exclusive:
           method = "exclusive";
@@ -273,7 +273,6 @@ class RuntimeWorkload final : public Workload {
 
   sim::World* world_ = nullptr;
   faults::FaultPlan* faults_ = nullptr;
-  sim::StreamId stream_;
   std::unique_ptr<sim::ObjectRuntime> runtime_;
   std::unique_ptr<ObjectClient> client_;
   int64_t objects_ = 0, clients_ = 0, ops_ = 0;
