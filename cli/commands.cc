@@ -5,25 +5,26 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-#include "cli/format.h"
+#include "cli/campaign_report.h"
+#include "cli/progress.h"
 #include "cli/seed_run.h"
+#include "cli/user_io.h"
 #include "cli/variants.h"
+#include "cli/workers.h"
 #include "properties/registry.h"
 #include "traces/recorder.h"
 
 namespace durasim::cli {
 namespace {
 
-constexpr uint64_t kDefaultFirstSeed = 0, kDefaultLastSeed = 99;  // the default campaign
-constexpr const char* kSeedPlaceholder = "{seed}";
-// RT-01 and RT-23 are checked on every 16th seed by default (each check runs the seed twice more);
-// --check-determinism checks every seed.
-constexpr uint64_t kDeterminismSampleEvery = 16;
+constexpr uint64_t kDefaultFirstSeed = 0, kDefaultLastSeed = 99;  // the default campaign, per workload
 
 uint64_t parse_u64(const std::string& text, const std::string& what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
@@ -35,11 +36,9 @@ uint64_t parse_u64(const std::string& text, const std::string& what) {
   }
 }
 
-
-
-workloads::RunConfig build_config(const RunOptions& options) {
+workloads::RunConfig build_config(const RunOptions& options, const std::string& workload) {
   workloads::RunConfig config;
-  config.workload = options.workload;
+  config.workload = workload;
   config.faults = options.faults;
   if (options.start_time) config.start_time = *options.start_time;
   if (options.safety_ms) config.safety_ms = *options.safety_ms;
@@ -60,69 +59,34 @@ workloads::RunConfig build_config(const RunOptions& options) {
   return config;
 }
 
-std::string trace_path(const std::string& pattern, uint64_t seed) {
-  std::string path = pattern;
-  const auto at = path.find(kSeedPlaceholder);
-  if (at != std::string::npos) path.replace(at, std::string(kSeedPlaceholder).size(), std::to_string(seed));
-  return path;
-}
-
-// `text` as one shell word: as it is when it is plain, else in single quotes.
-std::string shell_word(const std::string& text) {
-  const bool plain = !text.empty() && text.find_first_not_of(
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,:=/+@%") == std::string::npos;
-  if (plain) return text;
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// The command that runs `seed` again under `config` (every setting that differs from the default)
-// and saves its trace.
-std::string reproduce_command(const workloads::RunConfig& config, uint64_t seed) {
-  const workloads::RunConfig defaults;
-  std::string command = "durasim run --workload " + shell_word(config.workload) + " --faults " + config.faults;
-  if (config.start_time) command += " --start-time " + std::to_string(*config.start_time);
-  if (config.safety_ms != defaults.safety_ms) command += " --safety-ms " + std::to_string(config.safety_ms);
-  if (config.liveness_ms != defaults.liveness_ms) command += " --liveness-ms " + std::to_string(config.liveness_ms);
-  if (config.limits.total != defaults.limits.total) command += " --max-events " + std::to_string(config.limits.total);
-  if (config.limits.per_instant != defaults.limits.per_instant)
-    command += " --max-events-per-instant " + std::to_string(config.limits.per_instant);
-  for (const std::string& variant : config.variants) command += " --variant " + shell_word(variant);
-  for (const auto& [key, value] : config.options.items())
-    command += " --opt " + shell_word(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
-  return command + " --seed " + std::to_string(seed) + " --save-trace seed-" + std::to_string(seed) + ".trace";
-}
-
-struct Campaign {
-  uint64_t seeds = 0, passed = 0;
-  uint64_t executor_events = 0, trace_events = 0;
-  int64_t simulated_ms = 0;
-  sim::Tallies tallies;
-  faults::FaultCampaign faults;
-  std::vector<std::string> failures;
-};
-
-void print_summary(const RunOptions& options, const std::pair<uint64_t, uint64_t>& range, const Campaign& c,
-                   double wall_seconds, std::ostream& out) {
-  out << "durasim run: workload " << options.workload << ", faults " << options.faults << ", seeds " << range.first << ".." << range.second << " ("
-      << c.seeds << (c.seeds == 1 ? " seed" : " seeds") << ")\n";
-  out << "  passed " << c.passed << "/" << c.seeds << "\n";
-  const double simulated_s = static_cast<double>(c.simulated_ms) / 1000.0;
-  const double wall = wall_seconds > 0 ? wall_seconds : 1e-9;
-  out << "  simulated " << format("%.1f", simulated_s) << " s in " << format("%.3f", wall_seconds)
-      << " s wall: " << format("%.0f", simulated_s / wall) << "x real time\n";
-  out << "  executor: " << with_commas(c.executor_events) << " events, "
-      << with_commas(static_cast<uint64_t>(static_cast<double>(c.executor_events) / wall)) << " events/s; "
-      << format("%.1f", static_cast<double>(c.seeds) / wall) << " seeds/s; " << with_commas(c.trace_events)
-      << " trace events\n";
-  out << "  invariants (checked / violated):\n";
-  for (const auto& [id, tally] : c.tallies.by_id()) {
-    out << "    " << id << "  " << with_commas(tally.checked) << " / " << tally.violated
-        << (tally.checked == 0 ? "  NEVER CHECKED" : "") << "\n";
+// The campaign the options ask for; throws std::invalid_argument naming what is wrong.
+Campaign plan_campaign(const RunOptions& options) {
+  if (options.seed && options.seeds) throw std::invalid_argument("give --seed or --seeds, not both");
+  std::pair<uint64_t, uint64_t> range{kDefaultFirstSeed, kDefaultLastSeed};
+  if (options.seed) range = {*options.seed, *options.seed};
+  if (options.seeds) range = parse_seed_range(*options.seeds);
+  Campaign campaign;
+  campaign.seeds = make_slice(range.first, range.second, options.shard ? parse_shard(*options.shard) : Shard{});
+  if (options.jobs < 1 || options.jobs > kMaxJobs)
+    throw std::invalid_argument("--jobs must be in [1, " + std::to_string(kMaxJobs) + "], got " + std::to_string(options.jobs));
+  if (!options.workload && !options.workload_options.empty())
+    throw std::invalid_argument("--opt needs --workload: every workload has options of its own");
+  if (options.workload) {
+    campaign.configs.push_back(build_config(options, *options.workload));
+  } else {
+    for (const workloads::WorkloadInfo& info : workloads::workload_registry()) campaign.configs.push_back(build_config(options, info.name));
   }
-  out << "  faults (seeds enabled / seeds fired / opportunities / firings):\n" << c.faults.table();
-  for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
+  if (options.save_trace) {
+    if (range.first != range.second && options.save_trace->find("{seed}") == std::string::npos)
+      throw std::invalid_argument("--save-trace with several seeds needs '{seed}' in the file name");
+    if (campaign.configs.size() > 1 && options.save_trace->find("{workload}") == std::string::npos)
+      throw std::invalid_argument("--save-trace with several workloads needs '{workload}' in the file name (or give --workload)");
+  }
+  if (options.failure_dir.empty()) throw std::invalid_argument("--failure-dir must name a directory");
+  campaign.check_determinism = options.check_determinism;
+  campaign.save_trace = options.save_trace;
+  campaign.failure_dir = options.failure_dir;
+  return campaign;
 }
 
 std::string upper(std::string text) {
@@ -184,57 +148,61 @@ std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text) {
 }
 
 int run_command(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  workloads::RunConfig config;
-  std::pair<uint64_t, uint64_t> range{kDefaultFirstSeed, kDefaultLastSeed};
+  Campaign campaign;
+  std::unique_ptr<std::ofstream> json, junit;
   try {
-    if (options.seed && options.seeds) throw std::invalid_argument("give --seed or --seeds, not both");
-    if (options.seed) range = {*options.seed, *options.seed};
-    if (options.seeds) range = parse_seed_range(*options.seeds);
-    if (options.save_trace && range.first != range.second &&
-        options.save_trace->find(kSeedPlaceholder) == std::string::npos)
-      throw std::invalid_argument("--save-trace with several seeds needs '{seed}' in the file name");
-    config = build_config(options);
+    campaign = plan_campaign(options);
+    if (options.json) json = open_output(*options.json);
+    if (options.junit) junit = open_output(*options.junit);
   } catch (const std::exception& e) {
     err << "durasim run: " << e.what() << "\n";
     return kExitBadInput;
   }
 
-  Campaign campaign;
+  Progress progress(err, campaign.tasks(), options.progress);
+  CampaignReport report(campaign, {out, options.verbose, json.get(), junit.get(), &progress});
+  std::optional<std::string> stopped;  // a trace that could not be written stops the campaign
   const auto wall_start = std::chrono::steady_clock::now();
-  for (uint64_t seed = range.first;; ++seed) {
-    traces::TraceFile trace;
-    const bool determinism = options.check_determinism || seed % kDeterminismSampleEvery == 0;
-    SeedOutcome outcome = run_seed(config, seed, options.save_trace || determinism ? &trace : nullptr);
-    if (determinism) check_determinism(config, trace, outcome);
-    ++campaign.seeds;
-    campaign.executor_events += outcome.executor_events;
-    campaign.trace_events += outcome.trace_events;
-    campaign.simulated_ms += outcome.simulated_ms;
-    campaign.tallies.merge(outcome.tallies);
-    campaign.faults.add(outcome.faults);
-    if (outcome.passed()) {
-      ++campaign.passed;
-    } else {
-      campaign.failures.push_back("seed " + std::to_string(seed) + ": " + outcome.failure() +
-                                  "\n    reproduce: " + reproduce_command(config, seed));
-    }
-    if (options.verbose)
-      out << "seed " << seed << " hash " << traces::hash_hex(outcome.hash) << " events " << outcome.trace_events
-          << " simulated_ms " << outcome.simulated_ms << (outcome.passed() ? " ok" : " FAILED") << "\n";
-    if (options.save_trace) {
-      try {
-        traces::write_trace(trace_path(*options.save_trace, seed), trace);
-      } catch (const std::exception& e) {
-        err << "durasim run: " << e.what() << "\n";
-        return kExitBadInput;
-      }
-    }
-    if (seed == range.second) break;
+  std::optional<LostTask> lost;
+  try {
+    lost = run_tasks(
+        campaign.tasks(), options.jobs, [&](uint64_t k) { return json_line(to_json(run_task(campaign, k))); },
+        [&](uint64_t, const std::string& line) {
+          const SeedResult result = seed_result_from_json(nlohmann::json::parse(line));
+          if (!result.error.empty()) {
+            stopped = result.error;
+            return false;
+          }
+          report.add(result);
+          progress.advance();
+          return true;
+        });
+  } catch (const std::exception& e) {  // the workers could not be started, or a run broke in this process
+    progress.clear();
+    err << "durasim run: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  progress.clear();
+  if (stopped) {
+    err << "durasim run: " << *stopped << "\n";
+    return kExitBadInput;
+  }
+  if (lost) {
+    const auto [index, seed] = campaign.task(lost->task);
+    err << "durasim run: " << lost->why << " while running seed " << seed << " of workload " << campaign.configs[index].workload
+        << "; run that seed alone to see why\n";
+    return kExitFailed;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  print_summary(options, range, campaign, wall, out);
-  if (report_unknown_invariants(campaign.tallies, err) > 0) return kExitBadInput;
-  return campaign.passed == campaign.seeds ? kExitOk : kExitFailed;
+  const int code = report.finish({wall, options.jobs, 0}, err);
+  try {
+    close_output(json, options.json.value_or(""));
+    close_output(junit, options.junit.value_or(""));
+  } catch (const std::exception& e) {
+    err << "durasim run: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  return code;
 }
 
 namespace {

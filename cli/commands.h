@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/campaign.h"
+
 namespace durasim::sim {
 class Tallies;
 }
@@ -23,15 +25,20 @@ inline constexpr int kExitBadInput = 2;
 struct RunOptions {
   std::optional<uint64_t> seed;
   std::optional<std::string> seeds;            // "A..B", inclusive
-  std::string workload = "runtime";
+  std::optional<std::string> workload;         // unset: every registered workload, in name order
   std::string faults = "recoverable";          // none | recoverable | arbitrary
-  std::optional<std::string> save_trace;       // a path; with several seeds it must contain "{seed}"
+  std::optional<std::string> save_trace;       // a path; "{seed}" needed with several seeds, "{workload}" with several workloads
+  std::string failure_dir = kDefaultFailureDir;  // where a failing seed's trace goes when --save-trace does not cover it
   bool verbose = false;
   bool check_determinism = false;              // run every seed twice and compare hashes (RT-01)
   std::optional<int64_t> start_time, safety_ms, liveness_ms;
   std::optional<uint64_t> max_events, max_events_per_instant;  // runaway bounds (sim/executor.h EventLimits)
   std::map<std::string, std::string> workload_options;  // key=value, value parsed as JSON if it is
   std::vector<std::string> variants;           // --variant: research variants to switch on (cli/variants.h)
+  unsigned jobs = 1;                           // worker processes (cli/workers.h)
+  std::optional<std::string> shard;            // "i/n": this run's slice of the seeds (cli/seed_slice.h)
+  std::optional<std::string> json, junit;      // result files: JSON lines, JUnit XML
+  bool progress = false;                       // a progress bar on `err` (main: when stderr is a terminal)
 };
 
 struct PropertiesOptions {
@@ -40,6 +47,7 @@ struct PropertiesOptions {
   bool json = false;                  // a JSON array instead of the text listing
 };
 
+// Runs the campaign (cli/campaign.h) and prints its report (cli/campaign_report.h).
 int run_command(const RunOptions& options, std::ostream& out, std::ostream& err);
 int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err);
 // Lists the invariant registry (properties/registry.h); an unknown family or ID is bad input.

@@ -78,7 +78,7 @@ class CliTest : public ::testing::Test {
   // Saves the trace of one seed and returns its path.
   std::string saved_trace(uint64_t seed) {
     const std::string path = file("seed" + std::to_string(seed) + ".trace");
-    const Result r = durasim("run --seed " + std::to_string(seed) + " --save-trace '" + path + "'");
+    const Result r = durasim("run --workload runtime --seed " + std::to_string(seed) + " --save-trace '" + path + "'");
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_TRUE(fs::exists(path));
     return path;
@@ -100,11 +100,11 @@ class CliTest : public ::testing::Test {
 };
 
 TEST_F(CliTest, RunOfFiveSeedsPasses) {
-  const Result r = durasim("run --seeds 0..4");
+  const Result r = durasim("run --workload runtime --seeds 0..4");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "passed 5/5")) << r.out;
   EXPECT_TRUE(contains(r.out, "seeds 0..4")) << r.out;
-  EXPECT_TRUE(contains(r.out, "workload runtime")) << r.out;  // the default campaign
+  EXPECT_TRUE(contains(r.out, "workload runtime")) << r.out;
   EXPECT_TRUE(contains(r.out, "RT-05")) << r.out;
   EXPECT_FALSE(contains(r.out, "NEVER CHECKED")) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
@@ -124,9 +124,9 @@ TEST_F(CliTest, EveryWorkloadPassesUnderEveryProfile) {
 }
 
 TEST_F(CliTest, VerboseRunIsDeterministic) {
-  const Result a = durasim("run --seeds 10..12 --verbose");
+  const Result a = durasim("run --workload runtime --seeds 10..12 --verbose");
   const std::string first = a.out;
-  const Result b = durasim("run --seeds 10..12 --verbose");
+  const Result b = durasim("run --workload runtime --seeds 10..12 --verbose");
   ASSERT_EQ(a.code, 0);
   ASSERT_EQ(b.code, 0);
   const auto hashes = [](const std::string& out) {
@@ -140,7 +140,7 @@ TEST_F(CliTest, VerboseRunIsDeterministic) {
 }
 
 TEST_F(CliTest, CheckDeterminismPasses) {
-  const Result r = durasim("run --seeds 0..2 --check-determinism");
+  const Result r = durasim("run --workload runtime --seeds 0..2 --check-determinism");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "RT-01")) << r.out;
   EXPECT_TRUE(contains(r.out, "passed 3/3")) << r.out;
@@ -175,12 +175,12 @@ TEST_F(CliTest, UnknownWorkloadIsBadInput) {
 }
 
 TEST_F(CliTest, InvalidWorkloadOptionIsBadInput) {
-  Result r = durasim("run --opt workers=0");
+  Result r = durasim("run --workload runtime --opt workers=0");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "workers")) << r.err;
-  r = durasim("run --opt workers=many");
+  r = durasim("run --workload runtime --opt workers=many");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
-  r = durasim("run --opt novalue");
+  r = durasim("run --workload runtime --opt novalue");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
 }
 
@@ -222,13 +222,13 @@ TEST_F(CliTest, ReplayOfAFailingTracePrintsItsViolationsAndExitsOne) {
 
 // A variant is part of what reproduces a failure: the reproduce command names it.
 TEST_F(CliTest, ReproduceCommandNamesTheVariants) {
-  const Result run = durasim("run --workload outbox --variant sink.last_writer_wins --seeds 0..9");
+  const Result run = durasim("run --workload outbox --variant sink.last_writer_wins --seeds 0..9 --failure-dir '" + file("failures") + "'");
   ASSERT_EQ(run.code, 1) << "the naive sink regresses in some of seeds 0..9: " << run.out << run.err;
   EXPECT_TRUE(contains(run.out, "reproduce: durasim run --workload outbox --faults recoverable --variant sink.last_writer_wins --seed ")) << run.out;
 }
 
 TEST_F(CliTest, ReplayOfSavedTracesWithSeedPlaceholder) {
-  const Result run = durasim("run --seeds 20..22 --save-trace '" + file("s{seed}.trace") + "'");
+  const Result run = durasim("run --workload runtime --seeds 20..22 --save-trace '" + file("s{seed}.trace") + "'");
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   for (int seed = 20; seed <= 22; ++seed) {
     std::string name = "s";  // built step by step: GCC 12 warns (-Wrestrict) on "s" + to_string(...)

@@ -1,0 +1,29 @@
+// The files and numbers a user hands the command line, checked so that bad input gets one line
+// naming the problem (and exit code 2) instead of a misleading message further on: an input file
+// that is missing, a directory or empty; an output file that cannot be created; a number that is not
+// an unsigned integer or does not fit in 64 bits (CLI11 would wrap "-1" and saturate
+// 99999999999999999999).
+#pragma once
+
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace durasim::cli {
+
+// Throws std::invalid_argument "PATH: no such file", "PATH: is a directory, not a file", "PATH: is
+// empty" or "PATH: cannot be read".
+void require_input_file(const std::string& path);
+
+// `path` opened for writing (truncated); throws std::invalid_argument "PATH: cannot be written".
+std::unique_ptr<std::ofstream> open_output(const std::string& path);
+// Closes `out` when it is open; throws std::invalid_argument "PATH: cannot be written" when what was
+// written did not all reach the file (a full disk).
+void close_output(std::unique_ptr<std::ofstream>& out, const std::string& path);
+
+// A CLI11 check: the option's text is an unsigned decimal integer below 2^64.
+const CLI::Validator& unsigned_integer();
+
+}  // namespace durasim::cli
