@@ -5,11 +5,23 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "engine/buggify.h"
 
 namespace durasim::cli {
 namespace {
 
 std::string plural(uint64_t n, const char* one, const char* many) { return with_commas(n) + " " + (n == 1 ? one : many); }
+
+// The engine's buggify sites a run of `config` can reach: every site but those only research
+// variants reach, unless the run switches a variant on.
+std::vector<std::string> known_sites(const workloads::RunConfig& config) {
+  std::vector<std::string> sites;
+  for (std::string_view site : buggify::kSites) {
+    const bool variantOnly = std::find(buggify::kVariantOnlySites.begin(), buggify::kVariantOnlySites.end(), site) != buggify::kVariantOnlySites.end();
+    if (!variantOnly || !config.variants.empty()) sites.emplace_back(site);
+  }
+  return sites;
+}
 
 std::string range_text(const SeedSlice& seeds) {
   std::string text = std::to_string(seeds.first);
@@ -39,6 +51,7 @@ void CampaignReport::add(const SeedResult& r) {
   t.wall_s += r.wall_s;
   for (const auto& [id, counts] : r.invariants) t.tallies.add(id, counts.first, counts.second, "");
   t.faults.add(r.faults);
+  t.buggify.add(r.buggify);
   if (!r.passed) t.failures.push_back(failure_text(r));
 
   if (sinks_.progress && sinks_.verbose) sinks_.progress->clear();
@@ -71,6 +84,7 @@ void CampaignReport::print_summary(std::size_t index) {
         << (tally.checked == 0 ? "  NEVER CHECKED" : "") << "\n";
   }
   out << "  faults (seeds enabled / seeds fired / opportunities / firings):\n" << c.faults.table();
+  out << c.buggify.table();
   for (const std::string& failure : c.failures) out << "  FAILED " << failure << "\n";
   out << std::flush;
 }
@@ -79,12 +93,20 @@ int CampaignReport::finish(const CampaignTiming& timing, std::ostream& err) {
   while (summarised_ < totals_.size()) print_summary(summarised_++);
   uint64_t seeds = 0, passed = 0;
   sim::Tallies tallies;
+  faults::BuggifyCampaign buggify;
   for (const Totals& t : totals_) {
     seeds += t.seeds;
     passed += t.passed;
     tallies.merge(t.tallies);
+    buggify.merge(t.buggify);
   }
   std::ostream& out = sinks_.out;
+  if (!campaign_.configs.empty() && campaign_.configs.front().faults != "none") {
+    const std::vector<std::string> never = buggify.never_fired(known_sites(campaign_.configs.front()));
+    out << "buggify sites that fired in no workload: " << (never.empty() ? std::string("none") : "") ;
+    for (std::size_t i = 0; i < never.size(); ++i) out << (i ? ", " : "") << never[i];
+    out << "\n";
+  }
   const double wall = timing.wall_s > 0 ? timing.wall_s : 1e-9;
   if (timing.merged_files > 0) {
     out << "campaign: " << plural(seeds, "seed", "seeds") << " merged from " << plural(timing.merged_files, "file", "files")

@@ -1,6 +1,7 @@
 // What a campaign prints and writes, built from its seeds' records in campaign order: with
 // --verbose a line per seed, after each workload's last seed its summary (seeds passed, simulated
-// against wall time, executor events, per invariant checked / violated, the fault table, each
+// against wall time, executor events, per invariant checked / violated, the fault table, the buggify
+// sites reached and those that never fired, each
 // failure with the commands that replay and reproduce it), then the campaign's totals; and the
 // --json lines and the --junit report. `durasim run` feeds it as seeds finish and `durasim merge`
 // from shard files, so both print the same text for the same seeds.
@@ -16,6 +17,7 @@
 #include "cli/junit.h"
 #include "cli/progress.h"
 #include "faults/accounting.h"
+#include "faults/buggify.h"
 #include "sim/tally.h"
 
 namespace durasim::cli {
@@ -53,6 +55,7 @@ class CampaignReport {
     double wall_s = 0;
     sim::Tallies tallies;
     faults::FaultCampaign faults;
+    faults::BuggifyCampaign buggify;
     std::vector<std::string> failures;
   };
   void print_summary(std::size_t index);

@@ -72,6 +72,7 @@ SeedResult seed_result(const std::string& workload, const SeedOutcome& outcome) 
   for (const auto& [id, tally] : outcome.tallies.by_id()) result.invariants[id] = {tally.checked, tally.violated};
   result.faults = outcome.faults;
   for (faults::FaultCount& count : result.faults) count.rate_ppm = 0;
+  result.buggify = outcome.buggify;
   result.executor_events = outcome.executor_events;
   result.trace_events = outcome.trace_events;
   result.simulated_ms = outcome.simulated_ms;
@@ -83,9 +84,13 @@ bool operator==(const SeedResult& a, const SeedResult& b) {
     return x.kind == y.kind && x.enabled == y.enabled && x.rate_ppm == y.rate_ppm && x.opportunities == y.opportunities &&
            x.firings == y.firings;
   };
+  const auto same_sites = [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.enabled == y.second.enabled && x.second.calls == y.second.calls && x.second.fires == y.second.fires;
+  };
   return a.workload == b.workload && a.seed == b.seed && a.hash == b.hash && a.passed == b.passed && a.failure == b.failure &&
          a.reproduce == b.reproduce && a.trace == b.trace && a.error == b.error && a.invariants == b.invariants &&
-         std::equal(a.faults.begin(), a.faults.end(), b.faults.begin(), same_faults) && a.executor_events == b.executor_events &&
+         std::equal(a.faults.begin(), a.faults.end(), b.faults.begin(), same_faults) &&
+         std::equal(a.buggify.begin(), a.buggify.end(), b.buggify.begin(), b.buggify.end(), same_sites) && a.executor_events == b.executor_events &&
          a.trace_events == b.trace_events && a.simulated_ms == b.simulated_ms && a.wall_s == b.wall_s;
 }
 
@@ -110,6 +115,9 @@ nlohmann::ordered_json to_json(const SeedResult& r) {
   if (!r.error.empty()) j["error"] = r.error;
   j["invariants"] = invariants;
   j["faults"] = faults;
+  nlohmann::ordered_json buggify = nlohmann::ordered_json::object();
+  for (const auto& [site, count] : r.buggify) buggify[site] = {count.enabled ? 1 : 0, count.calls, count.fires};
+  j["buggify"] = buggify;
   j["executor_events"] = r.executor_events;
   j["trace_events"] = r.trace_events;
   j["simulated_ms"] = r.simulated_ms;
@@ -148,6 +156,14 @@ SeedResult seed_result_from_json(const nlohmann::json& j) {
     count.enabled = n[0] != 0;
     count.opportunities = n[1];
     count.firings = n[2];
+  }
+  if (j.contains("buggify")) {
+    const nlohmann::json& buggify = j.at("buggify");
+    if (!buggify.is_object()) throw std::invalid_argument("field 'buggify' is not an object");
+    for (const auto& [site, value] : buggify.items()) {
+      const std::vector<uint64_t> n = counts(value, 3, "buggify site " + site);
+      r.buggify[site] = faults::BuggifyCount{n[0] != 0, n[1], n[2]};
+    }
   }
   r.executor_events = unsigned_field(j, "executor_events");
   r.trace_events = unsigned_field(j, "trace_events");

@@ -27,6 +27,7 @@ struct SeedResult {
   std::string error;      // a trace could not be written: the campaign stops there (exit 2)
   std::map<std::string, std::pair<uint64_t, uint64_t>> invariants;  // ID -> checked, violated
   faults::FaultAccounting faults{};  // rate_ppm is not carried: the campaign's table does not show it
+  std::map<std::string, faults::BuggifyCount> buggify;  // per engine buggify site reached
   uint64_t executor_events = 0, trace_events = 0;
   int64_t simulated_ms = 0;
   double wall_s = 0;  // the seed's own wall time, its checks and trace writing included
@@ -40,11 +41,13 @@ SeedResult seed_result(const std::string& workload, const SeedOutcome& outcome);
 // One JSON object: {"type": "seed", "workload", "seed", "hash" (16 hex digits), "passed",
 // "violated" {ID: count}, "fired" [fault ids], "failure", "reproduce", "trace", "invariants" {ID:
 // [checked, violated]}, "faults" {id: [enabled 0/1, opportunities, firings]} (faults with all three
-// zero left out), "executor_events", "trace_events", "simulated_ms", "wall_s"} ("failure",
+// zero left out), "buggify" {site: [enabled 0/1, calls, fires]}, "executor_events", "trace_events",
+// "simulated_ms", "wall_s"} ("failure",
 // "reproduce", "trace", "error" only when set). "violated" and "fired" are for readers; they are
 // derived from "invariants" and "faults".
 nlohmann::ordered_json to_json(const SeedResult& result);
-// Throws std::invalid_argument naming the first field that is missing or malformed.
+// Throws std::invalid_argument naming the first field that is missing or malformed ("buggify" may be
+// absent: no site reached).
 SeedResult seed_result_from_json(const nlohmann::json& j);
 
 // "seed 7 hash 0123456789abcdef events 1329 simulated_ms 600000 ok": the line `run --verbose` prints.

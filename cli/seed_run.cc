@@ -63,6 +63,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   outcome.choices = world.random().draws();
   outcome.choice_divergence = world.random().divergence();
   outcome.faults = plan.accounting();
+  outcome.buggify = plan.buggify_counts();
   outcome.liveness_required = plan.kind() != faults::ProfileKind::arbitrary;
   if (forgiving) {
     forgiving->simplest = world.random().simplest();

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "faults/accounting.h"
+#include "faults/buggify.h"
 #include "sim/tally.h"
 #include "traces/replay.h"
 #include "traces/trace_file.h"
@@ -33,6 +35,7 @@ struct SeedOutcome {
   std::optional<std::string> error;  // the run stopped on a broken assumption
   std::optional<std::string> choice_divergence;  // replay only: the re-run left the recorded choices
   faults::FaultAccounting faults{};                // per fault: enabled, rate, opportunities, firings
+  std::map<std::string, faults::BuggifyCount> buggify;  // per engine buggify site reached: enabled, calls, fires
 
   bool liveness_required = true;  // false under the arbitrary profile (runtime.md 11.4)
 

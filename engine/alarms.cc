@@ -6,6 +6,7 @@
 
 #include "engine/alarms_events.h"
 #include "engine/alarms_schema.h"
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/errors.h"
 
@@ -162,6 +163,8 @@ Task<void> DurabilityAlarms::runDue(int64_t startedAt, std::optional<AlarmInvoca
 }
 
 Task<void> DurabilityAlarms::runItem(Row listed, std::optional<AlarmInvocationInfo> info) {
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kAlarmsYieldBeforeAttempt);
+  co_await yielding;
   if (auto it = active_.find(listed.name); it != active_.end()) {
     std::shared_ptr<Active> active = it->second;
     co_await active->settled->wait();

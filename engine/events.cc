@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/event_bus_events.h"
 #include "engine/variants.h"
@@ -179,7 +180,7 @@ Task<std::string> emit(EventsContext& ctx, std::string topic, json payload, Emit
     const std::string ns = ctx.keys(topic).log();
     std::optional<int64_t> depth;
     if (opts.maxDepth) depth = pagedDepth(ctx.work, ns, *opts.maxDepth);
-    Task<void> yielding = yieldIf(ctx, variants::kEventsYieldBetweenSteps);
+    Task<void> yielding = yieldIf(ctx, buggify::kEventsYieldBetweenSteps);
     co_await yielding;
     if (depth && *depth >= *opts.maxDepth) {
       ctx.probe(ev::kEmitRefused, {{"topic", topic}, {"id", id}, {"depth", *depth}, {"maxDepth", *opts.maxDepth}});
@@ -369,7 +370,7 @@ Task<ReleaseOutcome> releaseDeadEvent(EventsContext& ctx, std::string topic, std
     const std::optional<json> dead = ctx.work.get(deadKey);
     if (!dead) co_return finish(ReleaseOutcome::notQuarantined, attempt);
     if (ctx.work.get(ackKey)) co_return finish(ReleaseOutcome::alreadyDelivered, attempt);
-    Task<void> yielding = yieldIf(ctx, "events.release.yield_before_cas");
+    Task<void> yielding = yieldIf(ctx, buggify::kEventsReleaseYieldBeforeCas);
     co_await yielding;
     const ReleasePlan plan = planRelease(ctx, ctx.work, keys, eventId, *dead);
     if (ctx.flags.releaseTwoStep) {
@@ -378,7 +379,7 @@ Task<ReleaseOutcome> releaseDeadEvent(EventsContext& ctx, std::string topic, std
         txn.put(attKey, plan.reset);
         written(attempt, "attempts", "written", &plan, false, true);
       });
-      Task<void> between = yieldIf(ctx, variants::kEventsYieldBetweenSteps);
+      Task<void> between = yieldIf(ctx, buggify::kEventsYieldBetweenSteps);
       co_await between;
       const bool won = ctx.work.atomically([&](WorkTxn& txn) {
         const bool cas = txn.compareAndSwap(deadKey, *dead, plan.released);
@@ -386,7 +387,7 @@ Task<ReleaseOutcome> releaseDeadEvent(EventsContext& ctx, std::string topic, std
         return cas;
       });
       if (!won) continue;
-      Task<void> after = yieldIf(ctx, variants::kEventsYieldBetweenSteps);
+      Task<void> after = yieldIf(ctx, buggify::kEventsYieldBetweenSteps);
       co_await after;
       ctx.work.atomically([&](WorkTxn& txn) {
         if (ctx.flags.fullRescan) {

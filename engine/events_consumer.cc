@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/event_bus_events.h"
 #include "engine/events.h"
@@ -288,7 +289,7 @@ Task<void> Consumer::phaseLog(Pass& pass) {
         pos = page.items.back().seq;
         advanceCursor(pass, pos);
       }
-      Task<void> yielding = yieldAt("events.poll.yield_after_page");
+      Task<void> yielding = yieldAt(buggify::kEventsYieldAfterPage);
       co_await yielding;
     }
     if (!page.more || page.items.empty()) co_return;
@@ -358,7 +359,7 @@ Task<int64_t> Consumer::referencePass(Pass& pass) {
       ctx_.probe(ev::kCursorWrite, {{"topic", topic_}, {"consumer", options_.name}, {"pass", pass.id}, {"from", nullptr}, {"to", pos},
                                     {"moved", true}, {"rewind", false}});
     }
-    Task<void> yielding = yieldAt("events.poll.yield_after_page");
+    Task<void> yielding = yieldAt(buggify::kEventsYieldAfterPage);
     co_await yielding;
   }
 }
@@ -403,7 +404,7 @@ Task<Consumer::Outcome> Consumer::invoke(Pass& pass, LogRecord record, std::opti
   ctx_.probe(ev::kHandled, {{"topic", topic_}, {"consumer", options_.name}, {"pass", pass.id}, {"id", record.id}, {"ok", !error},
                             {"timedOut", timedOut}, {"error", error ? json(*error) : json()}});
   if (!error) {
-    Task<void> yielding = yieldAt("events.poll.yield_before_ack");
+    Task<void> yielding = yieldAt(buggify::kEventsYieldBeforeAck);
     co_await yielding;
     const bool won = ctx_.work.atomically([&](WorkTxn& txn) {
       const bool created = txn.putIfAbsent(keys_.ack(record.id), true);
@@ -415,7 +416,7 @@ Task<Consumer::Outcome> Consumer::invoke(Pass& pass, LogRecord record, std::opti
     if (won) ++pass.delivered;
     co_return won ? Outcome::delivered : Outcome::ackLost;
   }
-  Task<void> yielding = yieldAt("events.poll.yield_before_failure");
+  Task<void> yielding = yieldAt(buggify::kEventsYieldBeforeFailure);
   co_await yielding;
   if (ctx_.flags.failureTwoStep) {
     Task<Outcome> recording = recordFailureTwoStep(pass, record, dead0, attRaw, att, *error);
@@ -551,7 +552,7 @@ Task<Consumer::Outcome> Consumer::recordFailureTwoStep(Pass& pass, const LogReco
         probeStep("dead", outcome, nextJson, indexed ? "erase" : nullptr);
       });
     } else {
-      Task<void> between = yieldAt(variants::kEventsYieldBetweenSteps);
+      Task<void> between = yieldAt(buggify::kEventsYieldBetweenSteps);
       co_await between;
       json dead = {{"error", error}, {"attempts", n}, {"at", now}, {"seq", record.seq}};
       if (fresh)

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/background.h"
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
@@ -431,6 +432,8 @@ Task<void> DurabilityFanout::passOf(std::string target) {
 
 Task<void> DurabilityFanout::runTarget(std::string target) {
   Permit permit = co_await engine_.acquirePermit();
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kFanoutYieldBeforeClaim);
+  co_await yielding;
   const int64_t now = ctx_.clock.now();
   std::vector<Row> due;
   for (const SqlRow& r : ctx_.storage
@@ -742,6 +745,8 @@ Task<void> DurabilityFanout::awaitAction(std::shared_ptr<FanoutMessage::State> s
 }
 
 Task<void> DurabilityFanout::ack(std::shared_ptr<FanoutMessage::State> state) {
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kFanoutYieldBeforeSettle);
+  co_await yielding;
   const Row row = state->row;
   const bool matched = co_await engine_.transaction("deliveries", [&](EngineTxn& txn) {
     const bool any = deleteFenced(txn, row, "delivery");

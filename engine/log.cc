@@ -15,6 +15,7 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/errors.h"
 #include "engine/log_events.h"
@@ -215,6 +216,8 @@ Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(LogAppendInput r
 
 Task<EnqueueResult<std::vector<int64_t>>> DurabilityLog::append(std::vector<LogAppendInput> records) {
   using Result = EnqueueResult<std::vector<int64_t>>;
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kLogYieldBeforeAppend);
+  co_await yielding;
   Finish finish{routing_->begin(Direction::inbound)};
 
   // 1. Definite rejections: nothing is written.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/buggify.h"
 #include "engine/log.h"
 #include "engine/log_events.h"
 #include "engine/log_internal.h"
@@ -360,6 +361,8 @@ Task<void> DurabilityLog::nack(std::string consumer, std::string batchId) {
 }
 
 Task<void> DurabilityLog::settle(std::string how, std::string consumer, std::string batchId) {
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kLeasesYieldBeforeSettle);
+  co_await yielding;
   requireLeases(how.c_str(), consumer);
   const bool isAck = how == "ack";
   const bool advanceNow = isAck && !leaseVariants_.ackThreeUnits;

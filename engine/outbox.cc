@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/background.h"
+#include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/errors.h"
 #include "engine/outbox_events.h"
@@ -279,6 +280,8 @@ int64_t DurabilityOutbox::firstAttemptAt(int64_t t) const {
 
 Task<void> DurabilityOutbox::runPass() {
   Permit permit = co_await engine_.acquirePermit();
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kOutboxYieldBeforeClaim);
+  co_await yielding;
   const int64_t now = ctx_.clock.now();
   std::vector<Row> claimed = co_await engine_.transaction("outbox", [&](EngineTxn& txn) { return claim(txn, now); });
   if (claimed.empty()) co_return;
@@ -308,6 +311,8 @@ Task<void> DurabilityOutbox::runPass() {
       inTime ? publishing->error : std::make_exception_ptr(OutboxPublishTimeoutError(options_.attemptTimeoutMs));
   ctx_.probe(outbox_events::kPublished,
              {{"channel", options_.channel}, {"threw", inTime && publishing->error != nullptr}, {"timedOut", !inTime}});
+  Task<void> beforeSettle = buggify::yieldIf(ctx_, buggify::kOutboxYieldBeforeSettle);
+  co_await beforeSettle;
   Task<void> settling = settle(std::move(claimed), std::move(entries), failure);
   co_await settling;
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "engine/buggify.h"
 #include "engine/errors.h"
 #include "engine/scheduler_events.h"
 #include "engine/variants.h"
@@ -205,6 +206,8 @@ Task<void> Engine::scheduleNextAlarm() {
   try {
     // Trivial captures only: g++ 12 may destroy a non-trivial temporary of a co_await twice.
     Refresh* reading = refresh.get();
+    Task<void> yielding = buggify::yieldIf(ctx_, buggify::kSchedulerYieldBeforeRefresh);
+    co_await yielding;
     co_await transaction("", [reading, this](EngineTxn& txn) {
       txn.reconcile();
       reading->readAt = stateChanges_;
@@ -279,6 +282,8 @@ Task<void> Engine::alarm(std::optional<AlarmInvocationInfo> info) {
     co_return;
   }
   if (run->error) std::rethrow_exception(run->error);
+  Task<void> yielding = buggify::yieldIf(ctx_, buggify::kSchedulerYieldBeforeReschedule);
+  co_await yielding;
   co_await scheduleNextAlarm();
   ctx_.probe(scheduler_events::kAlarmEnd, {{"started_at", startedAt}});
 }

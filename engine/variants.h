@@ -78,8 +78,6 @@ inline constexpr std::string_view kEventsPollLoopDoubleChain = "events.poll_loop
 inline constexpr std::string_view kEventsUnvalidatedOptions = "events.unvalidated_options";
 // Older reference: key components and the log namespace joined raw with ':' (EVT-04, 05, 06).
 inline constexpr std::string_view kEventsUnescapedKeys = "events.unescaped_keys";
-// Not a variant but the buggify site the split variants yield at between their steps (events.md 10).
-inline constexpr std::string_view kEventsYieldBetweenSteps = "events.variant.yield_between_steps";
 
 inline bool enabled(const ObjectContext& ctx, std::string_view flag) { return ctx.variants.count(std::string(flag)) > 0; }
 

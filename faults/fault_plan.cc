@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "faults/buggify.h"
+
 namespace durasim::faults {
 namespace {
 
@@ -61,7 +63,14 @@ FaultPlan::FaultPlan(sim::World& world, ProfileKind kind) : world_(world), kind_
   rpc_ = draw_latency(profile, kRpcLatencyMinMs, kRpcLatencyMeanMs);
   cold_ = draw_latency(profile, kColdLatencyMinMs, kColdLatencyMeanMs);
   if (world_.mutants().uncounted_fault) untraced_ = sim::FaultKind::cold_lifecycle_lag;
+  buggify_ = std::make_unique<Buggify>(world_, *this);
 }
+
+FaultPlan::~FaultPlan() = default;
+
+bool FaultPlan::buggify(std::string_view site) { return (*buggify_)(site); }
+
+std::map<std::string, BuggifyCount> FaultPlan::buggify_counts() const { return buggify_->counts(); }
 
 FaultCount FaultPlan::draw_fault(const FaultSpec& spec, sim::StreamId profile) {
   FaultCount count{.kind = spec.kind};

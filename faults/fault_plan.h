@@ -7,7 +7,10 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,9 @@
 #include "sim/world.h"
 
 namespace durasim::faults {
+
+class Buggify;
+struct BuggifyCount;
 
 // runtime.md 11.3: which promise classes a run injects.
 enum class ProfileKind : uint8_t {
@@ -52,6 +58,7 @@ class FaultPlan final : public sim::FaultInjector {
   // draw) and an enabled fault's rate is uniform in its atlas range; then the latency parameters.
   // `world` must outlive the plan.
   FaultPlan(sim::World& world, ProfileKind kind);
+  ~FaultPlan() override;
   FaultPlan(const FaultPlan&) = delete;
   FaultPlan& operator=(const FaultPlan&) = delete;
 
@@ -69,6 +76,10 @@ class FaultPlan final : public sim::FaultInjector {
   int64_t latency(sim::LatencyKind kind) override;
   bool healed() const override { return healed_; }
   bool may_fire(sim::FaultKind kind) const override { return !healed_ && enabled(kind); }
+  // Engine buggify sites (faults/buggify.h): off under `none` and after heal.
+  bool buggify(std::string_view site) override;
+  // Per buggify site the engine asked about: enabled, calls, fires.
+  std::map<std::string, BuggifyCount> buggify_counts() const;
   // Switches every fault off for the rest of the run (runtime.md 11.4); latencies keep their
   // parameters. Idempotent.
   void heal() { healed_ = true; }
@@ -106,6 +117,7 @@ class FaultPlan final : public sim::FaultInjector {
   std::optional<sim::StreamId> confirm_base_stream_;
   // sim.mutant.uncounted_fault: the fault counted on firing but never traced (RT-09).
   std::optional<sim::FaultKind> untraced_;
+  std::unique_ptr<Buggify> buggify_;
 };
 
 }  // namespace durasim::faults

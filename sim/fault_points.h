@@ -76,6 +76,11 @@ class FaultInjector {
   virtual bool healed() const = 0;
   // Whether `kind` can still fire in this run; hosts skip setting up opportunities that cannot.
   virtual bool may_fire(FaultKind kind) const { return !healed(); }
+  // Whether engine buggify site `site` (engine/buggify.h) takes its rare path now.
+  virtual bool buggify(std::string_view site) {
+    (void)site;
+    return false;
+  }
 };
 
 // No faults at all and fixed 1 ms latencies: for unit tests of the simulator.

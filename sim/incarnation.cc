@@ -89,7 +89,7 @@ ObjectContext Incarnation::make_context() {
           }
         });
       },
-      [&runtime](std::string_view site) { return runtime.buggify() ? runtime.buggify()(site) : false; },
+      [&runtime](std::string_view site) { return runtime.buggify() ? runtime.buggify()(site) : runtime.faults().buggify(site); },
       runtime.options().variants,
       *this};
 }

@@ -57,6 +57,7 @@ class ObjectRuntime {
   // Stubs for workload drivers outside any object (no output gate).
   ObjectNamespace& client(const std::string& className);
   ColdBucket& client_bucket(const std::string& name);
+  // Replaces the fault injector's buggify decisions (FaultInjector::buggify) for this runtime's objects.
   void set_buggify(std::function<bool(std::string_view)> buggify) { buggify_ = std::move(buggify); }
 
   // Stops the per-object timed faults (code updates, partitions) and lifts storage caps (heal).

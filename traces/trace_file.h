@@ -22,7 +22,8 @@ namespace durasim::traces {
 
 // 2: the trace hash and the commit hashes in events are XXH3-64 (version 1 used FNV-1a 64).
 // 3: the trace hash folds each event's binary encoding, no longer its JSON line (recorder.h).
-// 4: workload actors draw from streams of their own, an operation opened by a choice of its own.
+// 4: workload actors draw from streams of their own, an operation opened by a choice of its own;
+//    the engine's buggify sites draw in campaigns.
 inline constexpr int64_t kTraceFormatVersion = 4;
 
 // A trace that cannot be read: the message says where and why, in one line.
