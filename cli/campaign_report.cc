@@ -101,9 +101,10 @@ int CampaignReport::finish(const CampaignTiming& timing, std::ostream& err) {
     buggify.merge(t.buggify);
   }
   std::ostream& out = sinks_.out;
-  if (!campaign_.configs.empty() && campaign_.configs.front().faults != "none") {
+  // Over several workloads, the sites no workload fired (one workload's summary named its own).
+  if (campaign_.configs.size() > 1 && campaign_.configs.front().faults != "none") {
     const std::vector<std::string> never = buggify.never_fired(known_sites(campaign_.configs.front()));
-    out << "buggify sites that fired in no workload: " << (never.empty() ? std::string("none") : "") ;
+    out << "buggify sites that fired in no workload: " << (never.empty() ? "none" : "");
     for (std::size_t i = 0; i < never.size(); ++i) out << (i ? ", " : "") << never[i];
     out << "\n";
   }
