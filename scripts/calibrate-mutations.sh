@@ -38,7 +38,7 @@ for patch in "${patches[@]}"; do
   caught="" detected="-"
   if cmake --build "$scratch/build" -j "$(nproc)" --target durasim >/dev/null 2>&1; then
     for ((seed = 0; seed < seeds; seed++)); do
-      out=$("$scratch/build/durasim" run "${run_args[@]}" --seed "$seed" 2>&1 || true)
+      out=$("$scratch/build/durasim" run "${run_args[@]}" --seed "$seed" --failure-dir "$scratch/failures" 2>&1 || true)
       if grep -q "FAILED seed" <<<"$out"; then
         # every invariant with violations in the summary table ("    ID  checked / violated")
         caught=$(awk '$1 ~ /^[A-Z]+-[0-9]+$/ && $3 == "/" && $4 > 0 { print $1 }' <<<"$out" | paste -sd, -)

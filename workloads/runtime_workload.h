@@ -1,4 +1,4 @@
-// The runtime workload (the default of `durasim run`): Counter objects on the simulated runtime,
+// The runtime workload (one of the default campaign's): Counter objects on the simulated runtime,
 // driven by retrying clients, with counters that must add up after every crash.
 #pragma once
 
