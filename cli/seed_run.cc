@@ -41,7 +41,7 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
   for (const auto& checker : checkers) world.observe(*checker);
   const auto go = [&] { return keep_going() && !world.random().divergence() && world.random().draws() <= max_draws; };
   world.emit("run.start", {{"config", config.to_json()}});
-  faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults));
+  faults::FaultPlan plan(world, faults::parse_profile_kind(config.faults), info.hosts);
   world.emit("run.profile", {{"profile", plan.profile_json()}, {"start_time", start_time}});
   // Declared after the World and the plan, so it is destroyed before them.
   auto workload = info.make(config.options);

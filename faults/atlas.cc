@@ -1,7 +1,11 @@
-// The fault atlas; see atlas.h. Each row is one row of runtime.md 11.2, rates in parts per million.
+// The fault atlas; see atlas.h. Each row is one row of runtime.md 11.2 or of docs/fault-episodes.md,
+// rates in parts per million.
 // Rows follow FaultKind order (checked at compile time), so a kind added to sim/ without a row here
 // does not build.
 #include "faults/atlas.h"
+
+#include <stdexcept>
+#include <string>
 
 namespace durasim::faults {
 namespace {
@@ -46,6 +50,11 @@ constexpr std::array<FaultSpec, sim::kFaultKindCount> kAtlas = {{
     {FaultKind::clock_incarnation_offset, A, kAlwaysPpm, kAlwaysPpm, kEvent, AlwaysOn::arbitrary_profile},
     {FaultKind::workload_handler_throw, R, 0, 300'000, kEvent, kDrawn},    // 0–30% per call
     {FaultKind::workload_handler_hang, R, 0, 20'000, kEvent, kDrawn},      // 0–2% per call
+    // docs/fault-episodes.md
+    {FaultKind::episode_reset_burst, R, 0, 50'000, Opportunity::object_minute, kDrawn},    // 0–0.05 / object / min
+    {FaultKind::episode_isolation, R, 0, 50'000, Opportunity::object_minute, kDrawn},      // 0–0.05 / object / min
+    {FaultKind::episode_cold_outage, R, 0, 50'000, Opportunity::run_minute, kDrawn},       // 0–0.05 / min
+    {FaultKind::episode_storage_slow, R, 0, 100'000, Opportunity::object_minute, kDrawn},  // 0–0.1 / object / min
 }};
 
 constexpr bool rows_follow_kinds() {
@@ -72,7 +81,8 @@ std::string_view promise_class_name(PromiseClass promise) {
 
 int64_t opportunity_period_ms(Opportunity opportunity) {
   switch (opportunity) {
-    case Opportunity::object_minute: return kObjectMinuteMs;
+    case Opportunity::object_minute:
+    case Opportunity::run_minute: return kObjectMinuteMs;
     case Opportunity::object_hour: return kObjectHourMs;
     case Opportunity::event:
     case Opportunity::run:
@@ -82,6 +92,26 @@ int64_t opportunity_period_ms(Opportunity opportunity) {
 }
 
 const std::array<FaultSpec, sim::kFaultKindCount>& fault_atlas() { return kAtlas; }
+
+FaultSet every_fault() { return FaultSet{}.set(); }
+
+FaultSet faults_named(std::initializer_list<std::string_view> ids) {
+  FaultSet set;
+  for (std::string_view id : ids) {
+    bool named = false;
+    for (std::size_t i = 0; i < sim::kFaultKindCount; ++i) {
+      const std::string_view name = sim::fault_name(static_cast<sim::FaultKind>(i));
+      if (name == id || (name.size() > id.size() && name.substr(0, id.size()) == id && name[id.size()] == '.')) {
+        set.set(i);
+        named = true;
+      }
+    }
+    if (!named) throw std::invalid_argument("no fault is named '" + std::string(id) + "' (runtime.md 11.2)");
+  }
+  return set;
+}
+
+FaultSet every_fault_but(std::initializer_list<std::string_view> ids) { return every_fault() & ~faults_named(ids); }
 
 const FaultSpec& fault_spec(sim::FaultKind kind) { return kAtlas.at(static_cast<std::size_t>(kind)); }
 

@@ -1,9 +1,11 @@
-// The fault atlas: runtime.md 11.2 as data. For every FaultKind its promise class, its swarm range
+// The fault atlas: runtime.md 11.2 and the episodes of docs/fault-episodes.md as data. For every FaultKind its promise class, its swarm range
 // in parts per million, what one opportunity is, and whether it is always on. Fault plans draw from
 // it (11.3); it holds no per-seed state. Keeps RT-09's premise: every kind the simulator injects is here.
 #pragma once
 
 #include <array>
+#include <bitset>
+#include <initializer_list>
 #include <cstdint>
 #include <string_view>
 
@@ -34,8 +36,11 @@ enum class Opportunity : uint8_t {
   // firings do not line up on minute boundaries. A Bernoulli draw per minute has exactly the rate
   // as its mean because every range stays below one event per minute.
   object_minute,
-  // cold.vanish: as object_minute, per stored cold object per simulated hour (kObjectHourMs).
+  // cold.vanish: one opportunity per stored cold object per simulated hour (kObjectHourMs), all of
+  // a run's at one instant of each hour drawn once per run.
   object_hour,
+  // episode.cold_outage: as object_minute, but one opportunity per simulated minute of the run.
+  run_minute,
   // storage.full: one opportunity per run, offered when the safety phase starts; on a firing the
   // host draws the time within the safety phase and the headroom U[0, 1,000,000] bytes.
   run,
@@ -70,7 +75,18 @@ struct FaultSpec {
 // The rate of an always-on fault: it fires at every opportunity (and draws no choice to do so).
 inline constexpr uint32_t kAlwaysPpm = sim::kPpmScale;
 
-// Every fault of runtime.md 11.2, indexed by FaultKind.
+// A set of fault kinds, e.g. the faults a workload can host (docs/fault-episodes.md): a fault a
+// workload cannot offer an opportunity for is never drawn, so it is never "enabled but never fired".
+using FaultSet = std::bitset<sim::kFaultKindCount>;
+// Every fault of the atlas.
+FaultSet every_fault();
+// The faults whose id is one of `ids` or starts with one of them followed by '.' ("storage" names
+// every storage.* fault). Throws std::invalid_argument for an entry that names no fault.
+FaultSet faults_named(std::initializer_list<std::string_view> ids);
+// Every fault but those faults_named(ids) names.
+FaultSet every_fault_but(std::initializer_list<std::string_view> ids);
+
+// Every fault of runtime.md 11.2 and docs/fault-episodes.md, indexed by FaultKind.
 const std::array<FaultSpec, sim::kFaultKindCount>& fault_atlas();
 const FaultSpec& fault_spec(sim::FaultKind kind);
 

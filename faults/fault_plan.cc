@@ -57,7 +57,8 @@ ProfileKind parse_profile_kind(std::string_view text) {
                               std::string(kProfileChoices) + " (runtime.md 11.3)");
 }
 
-FaultPlan::FaultPlan(sim::World& world, ProfileKind kind) : world_(world), kind_(kind) {
+FaultPlan::FaultPlan(sim::World& world, ProfileKind kind, FaultSet hosted)
+    : world_(world), kind_(kind), hosted_(hosted) {
   const sim::StreamId profile = world_.random().stream(kProfileStream);
   for (const FaultSpec& spec : fault_atlas()) counts_[slot(spec.kind)] = draw_fault(spec, profile);
   rpc_ = draw_latency(profile, kRpcLatencyMinMs, kRpcLatencyMeanMs);
@@ -81,6 +82,7 @@ FaultCount FaultPlan::draw_fault(const FaultSpec& spec, sim::StreamId profile) {
 }
 
 bool FaultPlan::switched_on(const FaultSpec& spec, sim::StreamId profile) {
+  if (!hosted_.test(slot(spec.kind))) return false;
   switch (spec.always_on) {
     case AlwaysOn::every_profile: return true;
     case AlwaysOn::arbitrary_profile: return kind_ == ProfileKind::arbitrary;

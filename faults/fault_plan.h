@@ -54,10 +54,11 @@ class FaultPlan final : public sim::FaultInjector {
   using DetailsFn = std::function<nlohmann::json()>;
 
   // Draws the swarm profile of `kind` in the stream "faults.profile" of the World's random source:
-  // each fault of the profile's classes is enabled with probability 0.5 (always-on faults without a
-  // draw) and an enabled fault's rate is uniform in its atlas range; then the latency parameters.
+  // each fault of the profile's classes that the workload hosts is enabled with probability 0.5
+  // (always-on faults without a draw) and an enabled fault's rate is uniform in its atlas range; a
+  // fault outside `hosted` is never enabled and draws nothing; then the latency parameters.
   // `world` must outlive the plan.
-  FaultPlan(sim::World& world, ProfileKind kind);
+  FaultPlan(sim::World& world, ProfileKind kind, FaultSet hosted = every_fault());
   ~FaultPlan() override;
   FaultPlan(const FaultPlan&) = delete;
   FaultPlan& operator=(const FaultPlan&) = delete;
@@ -109,6 +110,7 @@ class FaultPlan final : public sim::FaultInjector {
 
   sim::World& world_;
   ProfileKind kind_;
+  FaultSet hosted_;
   bool healed_ = false;
   FaultAccounting counts_{};
   LatencyParams rpc_;

@@ -1,6 +1,7 @@
 // The cold store as the objects see it (runtime.md 10): each call is an outbound effect of the
 // calling incarnation (held by its output gate), takes one cold.latency draw, may fail before it
-// runs (cold.request_failed) or after a write ran (cold.reply_lost), and then applies to the model
+// runs (cold.request_failed; refused during episode.cold_outage or the caller's episode.isolation) or
+// after a write ran (cold.reply_lost), and then applies to the model
 // in sim/cold_store.h at the time it runs. Keeps RT-10 for cold calls; RT-20..22 live in the model.
 #include "sim/object_internals.h"
 
@@ -71,16 +72,18 @@ class SimColdBucket final : public ColdBucket {
       FaultInjector& faults = runtime->faults();
       const FaultSite site{label, 0, verb};
       const int64_t latency = faults.latency(LatencyKind::cold);
-      const bool lost_request = faults.fires(FaultKind::cold_request_failed, site);
-      runtime->world().executor().after(latency, [runtime, outcome, op, verb, key, write, label, bucket, lost_request] {
+      // An episode refuses the call outright; otherwise the call is an opportunity of cold.request_failed.
+      const char* refused = runtime->cold_refusal(label);
+      if (!refused && faults.fires(FaultKind::cold_request_failed, site)) refused = "request_failed";
+      runtime->world().executor().after(latency, [runtime, outcome, op, verb, key, write, label, bucket, refused] {
         World& w = runtime->world();
         const auto report = [&](const std::string& how, bool applied = false) {
           nlohmann::json fields{{"from", label}, {"bucket", bucket}, {"op", verb}, {"key", key}, {"outcome", how}};
           if (write) fields["applied"] = applied;  // RT-22: whether the write changed the store
           w.emit("cold.call", std::move(fields));
         };
-        if (lost_request) {
-          report("request_failed");
+        if (refused) {
+          report(refused);
           outcome->set_error(internal_error());
           return;
         }
@@ -143,7 +146,18 @@ ColdBucket& Incarnation::bucket(std::string_view name) { return object_.runtime(
 
 bool ObjectRuntime::partitioned(const std::string& label) const {
   auto it = partitioned_until_.find(label);
-  return it != partitioned_until_.end() && it->second > world_.now();
+  return (it != partitioned_until_.end() && it->second > world_.now()) || isolated(label);
+}
+
+bool ObjectRuntime::isolated(const std::string& label) const {
+  auto it = isolated_until_.find(label);
+  return it != isolated_until_.end() && it->second > world_.now();
+}
+
+const char* ObjectRuntime::cold_refusal(const std::string& caller) const {
+  if (cold_outage_until_ > world_.now()) return "outage";
+  if (isolated(caller)) return "isolated";
+  return nullptr;
 }
 
 }  // namespace durasim::sim

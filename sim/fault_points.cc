@@ -14,7 +14,8 @@ std::string_view fault_name(FaultKind kind) {
       "alarm.early",             "rpc.latency",            "rpc.request_lost",      "rpc.reply_lost",
       "rpc.overloaded",          "rpc.stall",              "rpc.partition",         "rpc.duplicate_delivery",
       "cold.latency",            "cold.request_failed",    "cold.reply_lost",       "cold.lifecycle_lag",
-      "cold.vanish",             "clock.incarnation_offset", "workload.handler_throw", "workload.handler_hang"};
+      "cold.vanish",             "clock.incarnation_offset", "workload.handler_throw", "workload.handler_hang",
+      "episode.reset_burst",     "episode.isolation",      "episode.cold_outage",   "episode.storage_slow"};
   return kNames.at(static_cast<std::size_t>(kind));
 }
 

@@ -46,6 +46,11 @@ enum class FaultKind : uint8_t {
   clock_incarnation_offset,
   workload_handler_throw,
   workload_handler_hang,
+  // Correlated episodes the plan places (docs/fault-episodes.md).
+  episode_reset_burst,
+  episode_isolation,
+  episode_cold_outage,
+  episode_storage_slow,
   kCount
 };
 inline constexpr std::size_t kFaultKindCount = static_cast<std::size_t>(FaultKind::kCount);

@@ -286,6 +286,7 @@ void Incarnation::schedule_confirmation(const LocalCommit& commit) {
       return nlohmann::json{{"tail", tail}};
     });
   }
+  latency += object_.storage_slow_delay();  // episode.storage_slow
   // c_k = max(c_{k-1}, commit time + latency_k): commits confirm in order (RT-07). Under
   // sim.mutant.confirm_out_of_order each confirms when its own latency is over.
   const int64_t confirm_at = world.mutants().confirm_out_of_order ? world.now() + latency

@@ -77,7 +77,13 @@ class SimObject {
   void alarm_outcome(int64_t scheduled, std::optional<AlarmFailure> failure);  // the handler finished
   bool alarm_running() const { return alarm_running_; }
   void set_alarm_running(bool running) { alarm_running_ = running; }
-  void schedule_code_update();
+  // The per-object timed faults (object.code_update, rpc.partition and the episodes of
+  // docs/fault-episodes.md): one opportunity each per simulated minute, until heal.
+  void schedule_minute_faults();
+  // episode.storage_slow: how much later a commit made now confirms (0 outside an episode).
+  int64_t storage_slow_delay() const;
+  // Heal: a slow-storage episode in progress ends.
+  void end_episodes() { slow_until_ = 0; }
 
   uint64_t last_local = 0;      // commit numbers, per object, across incarnations
   uint64_t last_confirmed = 0;
@@ -122,8 +128,13 @@ class SimObject {
     std::optional<int64_t> at;
   };
   std::map<int64_t, OccurrenceRetry> retries_;
-  TimerId code_update_timer_ = kNoTimer;
-  StreamId jitter_stream_, fault_detail_stream_;
+  void reset_burst_step(std::vector<int64_t> gaps);
+  void offer_episodes();
+
+  TimerId minute_timer_ = kNoTimer;
+  TimerId burst_timer_ = kNoTimer;  // episode.reset_burst: the next reset
+  int64_t slow_until_ = 0, slow_delay_ = 0;  // episode.storage_slow in progress
+  StreamId jitter_stream_, fault_detail_stream_, episode_stream_;
 };
 
 // The storage facade of one incarnation (runtime.md 4): every call checks that the incarnation is

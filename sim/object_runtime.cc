@@ -17,6 +17,13 @@ constexpr int64_t kHourMs = 3'600'000;
 constexpr int64_t kShortestSafetyMs = 60'000;                // runtime.md 11.4: safety lasts at least 60 s
 constexpr int64_t kStorageFullMarginMaxBytes = 1'000'000;     // runtime.md 11.2 storage.full
 constexpr int64_t kPartitionMinMs = 1'000, kPartitionMaxMs = 300'000;  // runtime.md 11.2 rpc.partition
+// docs/fault-episodes.md
+constexpr int64_t kBurstMinResets = 2, kBurstMaxResets = 5;              // episode.reset_burst
+constexpr int64_t kBurstMinGapMs = 100, kBurstMaxGapMs = 3'000;
+constexpr int64_t kIsolationMinMs = 60'000, kIsolationMaxMs = 600'000;  // episode.isolation
+constexpr int64_t kColdOutageMinMs = 10'000, kColdOutageMaxMs = 300'000;  // episode.cold_outage
+constexpr int64_t kSlowMinMs = 10'000, kSlowMaxMs = 120'000;            // episode.storage_slow
+constexpr int64_t kSlowMinDelayMs = 1'000, kSlowMaxDelayMs = 20'000;
 
 SqlEnvironment environment_for(World& world) {
   RandomSource* random = &world.random();
@@ -58,13 +65,14 @@ SimObject::SimObject(ObjectRuntime& runtime, std::string className, std::string 
   jitter_stream_ = random.stream("alarm.jitter");
   fault_detail_stream_ = random.stream("alarm.faults");
   runtime.world().stores().add(label_, store_);
-  schedule_code_update();
+  episode_stream_ = random.stream("faults.episodes");
+  schedule_minute_faults();
 }
 
 SimObject::~SimObject() {
   runtime_.world().stores().remove(label_);
   Executor& executor = runtime_.world().executor();
-  for (TimerId timer : {manager_timer_, code_update_timer_})
+  for (TimerId timer : {manager_timer_, minute_timer_, burst_timer_})
     if (timer != kNoTimer) executor.cancel(timer);
   if (live_) live_->shutdown();
   for (auto& [number, zombie] : zombies_) zombie->shutdown();
@@ -105,13 +113,13 @@ void SimObject::end_live(const ResetError& error) {
   });
 }
 
-// object.code_update: a per-object rate in events per simulated minute, drawn as one opportunity
-// per simulated minute of the object's existence.
-void SimObject::schedule_code_update() {
+// object.code_update, rpc.partition and the per-object episodes: rates in events per simulated minute,
+// each drawn as one opportunity per simulated minute of the object's existence.
+void SimObject::schedule_minute_faults() {
   Executor& executor = runtime_.world().executor();
   if (runtime_.faults().healed()) return;
-  code_update_timer_ = executor.at(executor.clock().now() + kMinuteMs, [this] {
-    code_update_timer_ = kNoTimer;
+  minute_timer_ = executor.at(executor.clock().now() + kMinuteMs, [this] {
+    minute_timer_ = kNoTimer;
     if (live_ && runtime_.faults().fires(FaultKind::object_code_update, FaultSite{label_, live_->number(), "minute"}))
       live_->doom(ResetError{EndCause::code_update, "Durable Object reset because its code was updated."});
     World& world = runtime_.world();
@@ -121,9 +129,60 @@ void SimObject::schedule_code_update() {
           return nlohmann::json{{"length", length}};
         }))
       runtime_.partition(label_, world.now() + length);
-    schedule_code_update();
+    offer_episodes();
+    schedule_minute_faults();
   });
 }
+
+// docs/fault-episodes.md: a burst of resets, an isolation, a slow-storage period.
+void SimObject::offer_episodes() {
+  World& world = runtime_.world();
+  FaultInjector& faults = runtime_.faults();
+  RandomSource& random = world.random();
+  const FaultSite site{label_, live_ ? live_->number() : 0, "minute"};
+  std::vector<int64_t> gaps;
+  if (faults.fires(FaultKind::episode_reset_burst, site, [&] {
+        const int64_t resets = random.between(episode_stream_, kBurstMinResets, kBurstMaxResets);
+        gaps.push_back(random.between(episode_stream_, 0, kMinuteMs - 1));
+        for (int64_t i = 1; i < resets; ++i) gaps.push_back(random.between(episode_stream_, kBurstMinGapMs, kBurstMaxGapMs));
+        return nlohmann::json{{"resets", resets}, {"first", gaps.front()}, {"gaps", std::vector<int64_t>(gaps.begin() + 1, gaps.end())}};
+      }))
+    reset_burst_step(std::move(gaps));
+  int64_t length = 0;
+  if (faults.fires(FaultKind::episode_isolation, site, [&] {
+        length = random.between(episode_stream_, kIsolationMinMs, kIsolationMaxMs);
+        return nlohmann::json{{"length", length}};
+      }))
+    runtime_.isolate(label_, world.now() + length);
+  int64_t delay = 0;
+  if (faults.fires(FaultKind::episode_storage_slow, site, [&] {
+        length = random.between(episode_stream_, kSlowMinMs, kSlowMaxMs);
+        delay = random.between(episode_stream_, kSlowMinDelayMs, kSlowMaxDelayMs);
+        return nlohmann::json{{"length", length}, {"delay", delay}};
+      })) {
+    slow_until_ = world.now() + length;
+    slow_delay_ = delay;
+  }
+}
+
+// episode.reset_burst: waits the next gap, resets the live incarnation (if any), and goes on with
+// the rest; heal ends the burst.
+void SimObject::reset_burst_step(std::vector<int64_t> gaps) {
+  Executor& executor = runtime_.world().executor();
+  if (burst_timer_ != kNoTimer) executor.cancel(burst_timer_);
+  burst_timer_ = kNoTimer;
+  if (gaps.empty()) return;
+  const int64_t gap = gaps.front();
+  gaps.erase(gaps.begin());
+  burst_timer_ = executor.after(gap, [this, rest = std::move(gaps)]() mutable {
+    burst_timer_ = kNoTimer;
+    if (runtime_.faults().healed()) return;
+    if (live_) live_->doom(ResetError{EndCause::injected, "broken.reset; Durable Object was reset"});
+    reset_burst_step(std::move(rest));
+  });
+}
+
+int64_t SimObject::storage_slow_delay() const { return slow_until_ > runtime_.world().now() ? slow_delay_ : 0; }
 
 // ---------------------------------------------------------------------------------------------
 // The alarm manager
@@ -325,12 +384,35 @@ ObjectRuntime::ObjectRuntime(World& world, FaultInjector& faults, RuntimeOptions
   for (const auto& [bucket, rules] : options_.bucket_rules) cold_.set_rules(bucket, rules);
   arm_storage_full();
   arm_cold_vanish();
+  arm_cold_outage();
 }
 
-// cold.vanish (arbitrary): every stored cold object gets one opportunity per simulated hour.
+// episode.cold_outage: one opportunity per simulated minute of the run; while it lasts the cold
+// store refuses every call.
+void ObjectRuntime::arm_cold_outage() {
+  if (!faults_.may_fire(FaultKind::episode_cold_outage)) return;
+  world_.executor().after(kMinuteMs, [this] {
+    if (faults_.healed()) return;
+    int64_t length = 0;
+    if (faults_.fires(FaultKind::episode_cold_outage, FaultSite{"", 0, "minute"}, [&] {
+          length = world_.random().between(world_.random().stream("faults.episodes"), kColdOutageMinMs, kColdOutageMaxMs);
+          return nlohmann::json{{"length", length}};
+        }))
+      cold_outage_until_ = world_.now() + length;
+    arm_cold_outage();
+  });
+}
+
+// cold.vanish (arbitrary): every stored cold object gets one opportunity per simulated hour, all at
+// one instant of the hour drawn per run (so a safety phase shorter than an hour still meets it in
+// some seeds).
 void ObjectRuntime::arm_cold_vanish() {
   if (!faults_.may_fire(FaultKind::cold_vanish)) return;
-  world_.executor().after(kHourMs, [this] {
+  sweep_cold_vanish_after(world_.random().between(world_.random().stream("cold.vanish"), 1, kHourMs));
+}
+
+void ObjectRuntime::sweep_cold_vanish_after(int64_t delay) {
+  world_.executor().after(delay, [this] {
     if (faults_.healed()) return;
     const int64_t now = world_.now();
     for (const std::string& bucket : bucket_names_) {
@@ -344,7 +426,7 @@ void ObjectRuntime::arm_cold_vanish() {
       for (const std::string& key : keys)
         if (faults_.fires(FaultKind::cold_vanish, FaultSite{bucket + "/" + key, 0, "hour"})) cold_.vanish(bucket, key, now);
     }
-    arm_cold_vanish();
+    sweep_cold_vanish_after(kHourMs);
   });
 }
 
@@ -393,11 +475,16 @@ SimObject& ObjectRuntime::object(const std::string& className, const std::string
   return ref;
 }
 
-// runtime.md 11.4: every fault is switched off, a partition in progress included (only running hangs
-// finish on their drawn time); storage caps are lifted.
+// runtime.md 11.4: every fault is switched off, a partition or an episode in progress included (only
+// running hangs finish on their drawn time); storage caps are lifted.
 void ObjectRuntime::heal() {
-  for (auto& [key, object] : objects_) object->store().set_max_bytes(kStorageMaxBytes);
+  for (auto& [key, object] : objects_) {
+    object->store().set_max_bytes(kStorageMaxBytes);
+    object->end_episodes();
+  }
   partitioned_until_.clear();
+  isolated_until_.clear();
+  cold_outage_until_ = 0;
 }
 
 std::vector<ObjectStatus> ObjectRuntime::status() const {

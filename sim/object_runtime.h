@@ -60,7 +60,7 @@ class ObjectRuntime {
   // Replaces the fault injector's buggify decisions (FaultInjector::buggify) for this runtime's objects.
   void set_buggify(std::function<bool(std::string_view)> buggify) { buggify_ = std::move(buggify); }
 
-  // Stops the per-object timed faults (code updates, partitions) and lifts storage caps (heal).
+  // Stops the per-object timed faults (code updates, partitions, episodes) and lifts storage caps (heal).
   void heal();
   std::vector<ObjectStatus> status() const;
   // Objects with unfinished runtime work (held effects, unconfirmed commits, calls in progress).
@@ -78,14 +78,22 @@ class ObjectRuntime {
   ColdStore& cold_store() { return cold_; }
   ColdBucket& bucket_for(SimObject* caller, const std::string& name);
   uint64_t next_call_id() { return ++last_call_id_; }
-  // rpc.partition: whether all traffic to and from `label` fails now.
+  // rpc.partition or episode.isolation: whether all traffic to and from `label` fails now.
   bool partitioned(const std::string& label) const;
   void partition(const std::string& label, int64_t until) { partitioned_until_[label] = until; }
+  // episode.isolation: besides its RPC traffic, the object's cold-store calls fail until `until`.
+  void isolate(const std::string& label, int64_t until) { isolated_until_[label] = until; }
+  // Why the cold store refuses a call from `caller` now ("outage" for episode.cold_outage,
+  // "isolated" for episode.isolation), or null when it does not.
+  const char* cold_refusal(const std::string& caller) const;
 
  private:
   int64_t draw_lifecycle_lag(int64_t max);
   void arm_storage_full();
   void arm_cold_vanish();
+  void sweep_cold_vanish_after(int64_t delay);
+  void arm_cold_outage();
+  bool isolated(const std::string& label) const;
 
   World& world_;
   FaultInjector& faults_;
@@ -100,6 +108,8 @@ class ObjectRuntime {
   uint64_t last_call_id_ = 0;
   std::set<std::string> bucket_names_;  // every bucket an object or client has used
   std::map<std::string, int64_t> partitioned_until_;
+  std::map<std::string, int64_t> isolated_until_;  // episode.isolation
+  int64_t cold_outage_until_ = 0;                  // episode.cold_outage
 };
 
 }  // namespace durasim::sim

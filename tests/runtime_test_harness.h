@@ -91,7 +91,9 @@ class ScriptedFaults final : public sim::FaultInjector {
     if (latency_) return latency_(kind);
     return fixed_[static_cast<std::size_t>(kind)];
   }
-  bool healed() const override { return true; }  // no per-object timed faults (code updates, partitions)
+  // Healed by default: no per-object timed faults (code updates, partitions, episodes).
+  bool healed() const override { return healed_; }
+  void set_healed(bool healed) { healed_ = healed; }
 
   int64_t seen(FaultKind kind) const { return seen_[static_cast<std::size_t>(kind)]; }
   int64_t fired(FaultKind kind) const { return fired_[static_cast<std::size_t>(kind)]; }
@@ -103,6 +105,7 @@ class ScriptedFaults final : public sim::FaultInjector {
   Latency latency_;
   std::array<int64_t, 3> fixed_{1, 1, 1};  // rpc, cold, confirm
   sim::World* world_ = nullptr;
+  bool healed_ = true;
 };
 
 // How one client call ended.
@@ -135,8 +138,11 @@ inline Task<void> client_call(sim::World* world, Stub stub, std::string method, 
 
 // The World, the injector and the runtime of one test, in construction order.
 struct Rig {
-  explicit Rig(uint64_t seed = 1, sim::RuntimeOptions options = {})
-      : world(kStart, sim::RandomSource::recording(seed), sink), runtime((faults.set_world(&world), world), faults, std::move(options)) {}
+  // `timed_faults`: the injector starts unhealed, so the runtime arms its timed faults (code
+  // updates, partitions, episodes); only the kinds the test arms or plans fire.
+  explicit Rig(uint64_t seed = 1, sim::RuntimeOptions options = {}, bool timed_faults = false)
+      : world(kStart, sim::RandomSource::recording(seed), sink),
+        runtime((faults.set_world(&world), faults.set_healed(!timed_faults), world), faults, std::move(options)) {}
   ~Rig() { world.tasks().cancel_all(); }  // client frames hold stubs into the runtime
 
   // Runs until `horizon` (absolute) or until nothing is left to run.

@@ -119,9 +119,16 @@ TEST(Shrink, ForgivingRunNotesWhereEachOperationStarts) {
 
 // Deleting whole operations, not only spans of choices, brings the naive sink's failure down to a
 // handful of client operations within a fixed number of candidate runs.
+// Deleting operations whole takes a naive-sink run of about 80 operations down to a handful. How far
+// 600 candidate runs get depends on the seed: a regression that needs a key's sixteenth version keeps
+// sixteen stages (seed 2 stops at 27 operations), one between versions 1 and 2 needs two or three
+// (seeds 7 and 10). Seed 7 stands for the second kind.
 TEST(Shrink, OperationsAreDeletedWhole) {
-  const Failing& failing = failing_trace();
-  ASSERT_FALSE(failing.violated.empty());
+  Failing failing;
+  failing.seed = 7;
+  const SeedOutcome outcome = run_seed(naive_sink_config(), failing.seed, &failing.trace);
+  failing.violated = failing_invariants(outcome);
+  ASSERT_FALSE(failing.violated.empty()) << "naive sink seed 7 no longer fails: pick another seed whose regression is between versions 1 and 2";
   ShrinkLimits limits;
   limits.max_runs = 600;
   limits.budget_seconds = 600;

@@ -1,5 +1,5 @@
 // Trace files (DESIGN.md, "Traces"): JSON Lines, in this order:
-//   {"format":"durasim-trace","version":4,"seed":S,"config":{...}}   the header
+//   {"format":"durasim-trace","version":5,"seed":S,"config":{...}}   the header
 //   {"streams":[names...]}                                           random stream names
 //   {"choices":[[stream,bound,value],...]}                           the choice log, in chunks
 //   <event line> ... with {"checkpoint":{"events":N,"hash":"..."}} every 1,024 events
@@ -24,7 +24,8 @@ namespace durasim::traces {
 // 3: the trace hash folds each event's binary encoding, no longer its JSON line (recorder.h).
 // 4: workload actors draw from streams of their own, an operation opened by a choice of its own;
 //    the engine's buggify sites draw in campaigns.
-inline constexpr int64_t kTraceFormatVersion = 4;
+// 5: fault episodes join the swarm profile, and a workload's profile draws only the faults it hosts.
+inline constexpr int64_t kTraceFormatVersion = 5;
 
 // A trace that cannot be read: the message says where and why, in one line.
 class TraceError : public std::runtime_error {

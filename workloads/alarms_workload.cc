@@ -173,7 +173,9 @@ WorkloadInfo alarms_workload_info() {
   return {"alarms", "AlarmApp objects: named alarms on the shared scheduler, scheduled, replaced, cancelled and purged under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<AlarmsWorkload>(options); },
           {{"RT", ""}, {"SCH", AlarmApp::kClass}, {"ALM", AlarmApp::kClass}},
-          {{"objects", kDefaultObjects}, {"clients", kDefaultClients}, {"ops", kDefaultOpsPerClient}, {"names", kDefaultNamesPerFamily}}};
+          {{"objects", kDefaultObjects}, {"clients", kDefaultClients}, {"ops", kDefaultOpsPerClient}, {"names", kDefaultNamesPerFamily}},
+          // No cold store.
+          faults::every_fault_but({"cold", "episode.cold_outage"})};
 }
 
 }  // namespace durasim::workloads

@@ -197,7 +197,9 @@ WorkloadInfo core_workload_info() {
             return std::make_unique<CoreWorkload>(options);
           },
           {{"RT", ""}, {"CORE", ""}},
-          {{"workers", kDefaultWorkers}, {"ops", kDefaultOpsPerWorker}}};
+          {{"workers", kDefaultWorkers}, {"ops", kDefaultOpsPerWorker}},
+          // The World alone: no objects, so no fault has an opportunity.
+          faults::FaultSet{}};
 }
 
 }  // namespace durasim::workloads

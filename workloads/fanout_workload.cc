@@ -310,7 +310,9 @@ WorkloadInfo fanout_workload_info() {
           "Mailbox objects: fanout deliveries to a consumer, an archive and a DLQ, producers through routing, redrive, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<FanoutWorkload>(options); },
           {{"RT", ""}, {"SCH", Mailbox::kClass}, {"ALM", Mailbox::kClass}, {"FAN", Mailbox::kClass}},
-          {{"mailboxes", kDefaultMailboxes}, {"producers", kDefaultProducers}, {"ops", kDefaultOps}}};
+          {{"mailboxes", kDefaultMailboxes}, {"producers", kDefaultProducers}, {"ops", kDefaultOps}},
+          // Its buckets have no expiry rules.
+          faults::every_fault_but({"cold.lifecycle_lag"})};
 }
 
 }  // namespace durasim::workloads

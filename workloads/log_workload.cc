@@ -227,7 +227,9 @@ WorkloadInfo log_workload_info() {
            {"producers", kDefaultProducers},
            {"groups", kDefaultGroups, 0},
            {"leasers", kDefaultLeasers, 0},
-           {"ops", kDefaultOpsPerProducer}}};
+           {"ops", kDefaultOpsPerProducer}},
+          // Its consumers are clients of the log, not capability handlers the fault plan fails.
+          faults::every_fault_but({"workload"})};
 }
 
 }  // namespace durasim::workloads

@@ -240,7 +240,9 @@ WorkloadInfo outbox_workload_info() {
           "Account objects: balances staged through the outbox to a version-keeping sink, aborted transactions, a retired account, under faults",
           [](const nlohmann::json& options) -> std::unique_ptr<Workload> { return std::make_unique<OutboxWorkload>(options); },
           {{"RT", ""}, {"SCH", Account::kClass}, {"OBX", Account::kClass}},
-          {{"accounts", kDefaultAccounts}, {"clients", kDefaultClients}, {"ops", kDefaultOps}, {"keys", kDefaultKeys}}};
+          {{"accounts", kDefaultAccounts}, {"clients", kDefaultClients}, {"ops", kDefaultOps}, {"keys", kDefaultKeys}},
+          // No cold store.
+          faults::every_fault_but({"cold", "episode.cold_outage"})};
 }
 
 }  // namespace durasim::workloads

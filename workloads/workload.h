@@ -56,6 +56,9 @@ struct WorkloadInfo {
   std::vector<CheckedFamily> families;
   // The options that scale its runs, for the shrinker (cli/shrink.h).
   std::vector<SizeOption> sizes = {};
+  // The faults it can offer opportunities for: its fault plans draw only these
+  // (faults::FaultPlan, docs/fault-episodes.md).
+  faults::FaultSet hosts = faults::every_fault();
 };
 
 // Every registered workload, in name order.
