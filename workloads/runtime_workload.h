@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ void check_expiries(const std::vector<sim::ColdEvent>& history, const std::strin
                     sim::Tallies& tallies);
 // RT-20: every put to `bucket` is create-only, so between two removals of a key at most one is accepted.
 void check_create_only(const std::vector<sim::ColdEvent>& history, const std::string& bucket, sim::Tallies& tallies);
+// The keys of `bucket` that cold.vanish (arbitrary) removed: exempt from the checks that an
+// acknowledged object stays readable.
+std::set<std::string> vanished_keys(const std::vector<sim::ColdEvent>& history, const std::string& bucket);
 
 // What a rewrite (put "first", wait, put "second", read) read back: "second" if the second put was
 // accepted, "first" if it was rejected with 429 (RT-22: a rejected write changes nothing; RT-20:
