@@ -124,7 +124,7 @@ class AlarmFamilies final : public Checker {
         checks_(reader_of(scope.stores), policy_->view(), scope.className) {}
 
   void record(const json& event) override {
-    if (fields::kind(event) == "workload.config") policy_->learn(event);
+    if (fields::kind(event) == "workload.config" && config_of_class(event, className_)) policy_->learn(event);
     checks_.record(event);
     const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>(), policy_->scheduler);

@@ -92,7 +92,10 @@ std::string EventBusChecks::invariant_for(std::string_view ev) const {
 }
 
 void EventBusChecks::observe(std::string_view ev, const json& e) {
-  if (ev == "workload.config") return onConfig(e);
+  if (ev == "workload.config") {
+    if (config_of_class(e, className_)) onConfig(e);
+    return;
+  }
   if (!mine(e) || !e.contains("incarnation")) return;
   const std::string& object = label(e);
   const int64_t incarnation = num(e, "incarnation");

@@ -71,7 +71,10 @@ bool FanoutChecks::hasTables(const std::string& object) const {
 
 void FanoutChecks::observe(std::string_view ev, const json& e) {
   history_.observe(e);
-  if (ev == "workload.config") return onConfig(e);
+  if (ev == "workload.config") {
+    if (config_of_class(e, className_)) onConfig(e);
+    return;
+  }
   // What happened outside the object, reported by the consumer and by the cold writes.
   if (ev == fanout_events::kAppConsume) {
     const std::string mailbox = text(e, "mailbox");

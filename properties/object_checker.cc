@@ -18,6 +18,11 @@ bool of_class(std::string_view label, std::string_view className) {
   return label.size() > className.size() && label.substr(0, className.size()) == className && label[className.size()] == '/';
 }
 
+bool config_of_class(const nlohmann::json& config, std::string_view className) {
+  const auto named = config.find("class");
+  return named == config.end() || !named->is_string() || named->get_ref<const std::string&>() == className;
+}
+
 bool ObjectChecker::mine(const nlohmann::json& event) const {
   const auto object = event.find("object");
   return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);

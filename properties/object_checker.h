@@ -17,6 +17,11 @@ namespace durasim::properties {
 // Whether `label` ("Class/name") names an object of `className`.
 bool of_class(std::string_view label, std::string_view className);
 
+// Whether a "workload.config" event states the application of `className`. A workload composing
+// several applications states one config per class, each naming it in "class"; a config without
+// "class" (a workload of one application) states every class's.
+bool config_of_class(const nlohmann::json& config, std::string_view className);
+
 class ObjectChecker : public sim::TraceSink {
  public:
   // Hands every event with a string "ev" to observe(); a nlohmann::json error it raises becomes one

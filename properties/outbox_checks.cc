@@ -138,7 +138,10 @@ std::optional<OutboxChecks::Write::Stored> OutboxChecks::storedRow(const std::st
 
 void OutboxChecks::observe(std::string_view ev, const json& e) {
   history_.observe(e);
-  if (ev == "workload.config") return onConfig(e);
+  if (ev == "workload.config") {
+    if (config_of_class(e, className_)) onConfig(e);
+    return;
+  }
   const auto object = e.find("object");
   if (object != e.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), obx::kSinkClass)) return onSink(ev, e);
   if (!followed(ev) || !mine(e) || !e.contains("incarnation")) return;
