@@ -15,16 +15,14 @@
 #include "workloads/events_workload.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/event_bus_schema.h"
-#include "engine/events_keys.h"
 #include "sim/object_runtime.h"
 #include "workloads/actor_stream.h"
 #include "workloads/bus_app.h"
+#include "workloads/bus_drivers.h"
 #include "workloads/client.h"
 #include "workloads/options.h"
 
@@ -44,12 +42,6 @@ constexpr Backoff kCallBackoff{500, 10'000};
 const char* const kTopicNames[] = {"orders", "a:b", "100%", "x%3A", "t:%:"};
 const char* const kConsumerNames[] = {"audit", "c:1", "c%1", "mail:%3A"};
 constexpr char kSharedConsumer[] = "shared";
-const char* const kBehaviours[] = {"ok", "flaky", "poison", "slow"};
-constexpr double kAttemptChoices[] = {1, 3, 8, std::numeric_limits<double>::infinity()};
-constexpr int64_t kPollChoices[] = {100, 200, 1'000};
-constexpr int64_t kFixedDelayChoices[] = {0, 200, 2'000};
-constexpr int64_t kLinearStepMs = 500;
-constexpr int64_t kHandlerTimeoutMs = 2'000;
 constexpr double kInvalidAttempts[] = {0, -1, 2.5};
 
 std::string busName(int64_t i) {
@@ -129,38 +121,9 @@ class EventsWorkload final : public Workload {
         const std::string name = pick(kConsumerNames);
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       }
-      for (const std::string& name : names) config_.consumers.push_back(drawConsumer(topic, name));
+      const Draw drawing = [this](int64_t lo, int64_t hi) { return draw(lo, hi); };
+      for (const std::string& name : names) config_.consumers.push_back(drawBusConsumer(drawing, topic, name));
     }
-  }
-
-  BusConsumerConfig drawConsumer(const std::string& topic, const std::string& name) {
-    BusConsumerConfig c;
-    c.topic = topic;
-    c.name = name;
-    c.behaviour = pick(kBehaviours);
-    c.maxAttempts = pick(kAttemptChoices);
-    switch (draw(0, 4)) {
-      case 0:
-        c.retryKind = "fixed";
-        c.retryMs = pick(kFixedDelayChoices);
-        break;
-      case 1:
-        c.retryKind = "linear";
-        c.retryMs = kLinearStepMs;
-        break;
-      case 2:
-        c.retryKind = "invalid";
-        break;
-      default:
-        c.retryKind = "default";
-        break;
-    }
-    c.pollMs = pick(kPollChoices);
-    // Fixed intervals only at the slowest poll rate, so a long liveness phase stays cheap.
-    c.backoff = c.pollMs < 1'000 || draw(0, 1) == 0;
-    if (draw(0, 2) == 0) c.maxPollMs = c.pollMs * 8;
-    if (c.behaviour == "slow" || draw(0, 3) == 0) c.handlerTimeoutMs = kHandlerTimeoutMs;
-    return c;
   }
 
   const BusConsumerConfig& anyConsumer(ActorStream& ops) {
@@ -170,24 +133,9 @@ class EventsWorkload final : public Workload {
   // (bus, topic, consumer) triples whose consumer has not acknowledged every event of its topic.
   std::vector<std::string> undelivered() const {
     std::vector<std::string> items;
-    const sim::StoreView& stores = world_->stores();
-    for (int64_t b = 0; b < buses_; ++b) {
-      const std::string label = std::string(Bus::kClass) + "/" + busName(b);
-      if (!stores.has_table(label, DURASIM_EVENTS_LOG) || !stores.has_table(label, DURASIM_EVENTS_KV)) continue;
-      for (const BusConsumerConfig& c : config_.consumers) {
-        const events::Keys keys(c.topic, c.name, true);
-        const int64_t logged =
-            stores.live(label, "SELECT count(*) AS n FROM " DURASIM_EVENTS_LOG " WHERE ns = ?", {keys.log()}).one().int64("n");
-        const std::string prefix = keys.ack("");
-        const int64_t acked = stores
-                                  .live(label, "SELECT count(*) AS n FROM " DURASIM_EVENTS_KV " WHERE substr(key, 1, ?) = ?",
-                                        {static_cast<int64_t>(prefix.size()), prefix})
-                                  .one()
-                                  .int64("n");
-        if (acked < logged)
-          items.push_back(label + " " + c.topic + "/" + c.name + ": " + std::to_string(logged - acked) + " events not acknowledged");
-      }
-    }
+    for (int64_t b = 0; b < buses_; ++b)
+      for (std::string& item : unacknowledged(world_->stores(), std::string(Bus::kClass) + "/" + busName(b), config_.consumers))
+        items.push_back(std::move(item));
     return items;
   }
 
@@ -310,16 +258,8 @@ class EventsWorkload final : public Workload {
     while (!undelivered().empty() || emittersDone_ < emitters_) {
       for (int64_t b = 0; b < buses_; ++b) {
         for (const BusConsumerConfig& c : config_.consumers) {
-          Task<Settled> listing = client_->callUntilDefinite(busName(b), "dead", {{"topic", c.topic}, {"consumer", c.name}}, kCallBackoff);
-          const Settled listed = co_await listing;
-          if (!listed.reply.ok() || !listed.reply.value.contains("events")) continue;
-          for (const nlohmann::json& dead : listed.reply.value.at("events")) {
-            if (dead.at("status") != "quarantined") continue;
-            ++releases_;
-            Task<Settled> releasing = client_->callUntilDefinite(
-                busName(b), "release", {{"topic", c.topic}, {"consumer", c.name}, {"id", dead.at("id")}}, kCallBackoff);
-            co_await releasing;
-          }
+          Task<int64_t> releasing = releaseQuarantined(*client_, busName(b), c.topic, c.name);
+          releases_ += co_await releasing;
         }
       }
       co_await world_->sleep_for(kHealSweepEveryMs);

@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/alarms_schema.h"
-#include "engine/fanout_schema.h"
 #include "engine/routing.h"
 #include "sim/async_event.h"
 #include "sim/object_runtime.h"
@@ -24,6 +22,7 @@
 #include "workloads/actor_stream.h"
 #include "workloads/client.h"
 #include "workloads/envelope.h"
+#include "workloads/fanout_drivers.h"
 #include "workloads/mailbox.h"
 #include "workloads/options.h"
 
@@ -41,11 +40,6 @@ constexpr Backoff kPushBackoff{500, 20'000};
 constexpr int64_t kPushTimeoutMs = 30'000;
 constexpr int64_t kRedriveEveryMs = 40'000, kRedriveLimit = 5;
 constexpr int64_t kTickEveryMs = 25'000, kTickAheadMs = 60'000;
-constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
-constexpr int64_t kBatchDelayChoices[] = {0, 0, 250, 1'000};
-constexpr int64_t kBatchSizeChoices[] = {1, 3, 10};
-constexpr int64_t kTimeoutChoices[] = {5'000, 20'000};
-constexpr int64_t kAttemptChoices[] = {2, 4, 6};
 
 // One push: the messages and targets of a batch, and the shard its invoke reached.
 struct FanoutPush {
@@ -74,15 +68,7 @@ class FanoutWorkload final : public Workload {
   void setup(sim::World& world, faults::FaultPlan& faults) override {
     world_ = &world;
     stream_ = world.random().stream("workload.fanout");
-    config_.scheduler.alarmConcurrency = pick(kConcurrencyChoices);
-    config_.scheduler.alarmMinDelayMs = draw(kMinAlarmMinDelayMs, kMaxAlarmMinDelayMs);
-    config_.ackOnReturn = draw(0, 2) == 0;
-    config_.withDlq = draw(0, 4) != 0;
-    config_.withAlarms = draw(0, 2) == 0;
-    config_.batchDelayMs = pick(kBatchDelayChoices);
-    config_.maxBatchSize = pick(kBatchSizeChoices);
-    config_.attemptTimeoutMs = pick(kTimeoutChoices);
-    config_.maxAttempts = pick(kAttemptChoices);
+    config_ = drawMailboxConfig([this](int64_t lo, int64_t hi) { return draw(lo, hi); }, false);
     nlohmann::json stated = config_.toJson();
     stated["alarmHandoffMs"] = config_.scheduler.alarmHandoffMs;
     world.emit("workload.config", std::move(stated));
@@ -121,12 +107,12 @@ class FanoutWorkload final : public Workload {
     runtime_->heal();
   }
 
-  bool drained() const override { return producersDone_ == producers_ && runtime_->pending().empty() && unsettled().empty(); }
+  bool drained() const override { return producersDone_ == producers_ && runtime_->pending().empty() && unsettledMailboxes(world_->stores(), runtime_->status()).empty(); }
 
   std::vector<std::string> pending() const override {
     std::vector<std::string> items = runtime_->pending();
     if (producersDone_ < producers_) items.push_back(std::to_string(producers_ - producersDone_) + " producers still running");
-    for (const std::string& item : unsettled()) items.push_back(item);
+    for (const std::string& item : unsettledMailboxes(world_->stores(), runtime_->status())) items.push_back(item);
     return items;
   }
 
@@ -141,10 +127,6 @@ class FanoutWorkload final : public Workload {
 
  private:
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
-  template <std::size_t N>
-  int64_t pick(const int64_t (&choices)[N]) {
-    return choices[draw(0, static_cast<int64_t>(N) - 1)];
-  }
 
   // The configuration a new Mailbox incarnation is built with: while faults are on, in seeds with
   // target churn, some incarnations run code without the archive target (FAN-18); after heal every
@@ -153,26 +135,6 @@ class FanoutWorkload final : public Workload {
     MailboxConfig config = config_;
     config.withArchive = !targetChurn_ || healed_ || !world_->random().chance(targetsStream_, kArchiveMissingPpm);
     return config;
-  }
-
-  // Mailboxes that still hold a delivery row, a pending named alarm or a stored alarm.
-  std::vector<std::string> unsettled() const {
-    std::vector<std::string> items;
-    const sim::StoreView& stores = world_->stores();
-    for (const sim::ObjectStatus& status : runtime_->status()) {
-      if (status.label.rfind(Mailbox::kClass, 0) != 0) continue;
-      const int64_t rows = stores.has_table(status.label, DURASIM_FANOUT_DELIVERIES)
-                               ? stores.live(status.label, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n")
-                               : 0;
-      const int64_t alarms =
-          stores.has_table(status.label, DURASIM_ALARMS)
-              ? stores.live(status.label, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE status = 'pending'").one().int64("n")
-              : 0;
-      if (rows > 0) items.push_back(status.label + " has " + std::to_string(rows) + " deliveries");
-      else if (alarms > 0) items.push_back(status.label + " has " + std::to_string(alarms) + " pending alarms");
-      else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");
-    }
-    return items;
   }
 
   // The invoke function: one enqueue RPC to the mailbox of the shard.

@@ -1,5 +1,6 @@
 // The log workload's consumer groups: each reads every partition from its cursor, handles the page
-// (an `app.consume` event), then commits its nextOffset. After a LogTruncatedError
+// (an `app.consume` event, then the run's page handler if it has one: a page it could not handle is
+// read again), then commits its nextOffset. After a LogTruncatedError
 // (`app.consume.truncated`) a group resumes at bounds().oldestOffset when its offset was trimmed,
 // else (a lost cold segment) at the next offset. A call whose outcome is uncertain leaves the
 // group's position unknown: it asks its cursor again on the next round. Some commits are followed
@@ -92,6 +93,13 @@ Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, 
     for (const nlohmann::json& r : records) offsets.push_back(r.at("offset"));
     run.counts.consumed += static_cast<int64_t>(records.size());
     run.world->emit(log_events::kAppConsume, {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", offsets}});
+    if (run.handlePage) {
+      Task<bool> handling = run.handlePage(name, records);
+      if (!co_await handling) {
+        position.from.reset();
+        co_return false;
+      }
+    }
   }
   if (next <= position.committed.value_or(0)) co_return false;
   const nlohmann::json commitArgs = {{"consumer", group}, {"offset", next}};
@@ -115,7 +123,7 @@ Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, 
 
 Task<void> consumerGroup(LogRun& run, int64_t g) {
   std::vector<GroupPosition> positions(static_cast<std::size_t>(run.partitions));
-  ActorStream ops(run.world->random(), "log", "group", g);
+  ActorStream ops(run.world->random(), run.name, "group", g);
   const int64_t pollMs = LogRun::pollInterval(g, ops);
   int64_t idleMs = pollMs;
   for (;;) {

@@ -110,7 +110,7 @@ Task<bool> leaseOnce(LogRun& run, ActorStream& ops, const std::string& consumer,
 
 Task<void> leasedPoller(LogRun& run, int64_t c, int64_t k) {
   const std::string consumer = leaserName(c);
-  ActorStream ops(run.world->random(), "log", "poller", c * run.pollersPerLeaser() + k);
+  ActorStream ops(run.world->random(), run.name, "poller", c * run.pollersPerLeaser() + k);
   const int64_t pollMs = LogRun::pollInterval(c, ops);
   int64_t turn = k, idleMs = pollMs;
   for (;;) {

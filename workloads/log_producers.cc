@@ -31,6 +31,14 @@ constexpr uint32_t kRefusedPushPpm = 30'000;    // 3% are first pushed to no sha
 constexpr int64_t kMinHeartbeatMs = 2'000, kMaxHeartbeatMs = 8'000;
 constexpr Backoff kPushBackoff{500, 30'000};
 
+// "workload.<workload>.routing": the routing clients' own draws.
+std::string routingStream(const char* workload) {
+  std::string name = "workload.";
+  name += workload;
+  name += ".routing";
+  return name;
+}
+
 // Forwards a routing client's `rte.*` events to the trace, naming the client.
 std::function<void(std::string_view, nlohmann::json)> tracing(sim::World* world, const char* client) {
   return [world, client](std::string_view event, nlohmann::json fields) {
@@ -42,7 +50,7 @@ std::function<void(std::string_view, nlohmann::json)> tracing(sim::World* world,
 }  // namespace
 
 LogProducers::LogProducers(LogRun& run)
-    : run_(run), clock_(*run.world), random_(run.world->random(), run.world->random().stream("workload.log.routing")) {
+    : run_(run), clock_(*run.world), random_(run.world->random(), run.world->random().stream(routingStream(run.name))) {
   sim::World* world = run_.world;
   AppendClient::Options options;
   options.invoke = [this](const ShardAddress& address, const AppendBatch& batch) { return invokeAppend(address, batch); };
@@ -65,7 +73,7 @@ LogProducers::LogProducers(LogRun& run)
 
 Task<void> LogProducers::producer(int64_t p) {
   int64_t seq = 0;
-  ActorStream ops(run_.world->random(), "log", "producer", p);
+  ActorStream ops(run_.world->random(), run_.name, "producer", p);
   for (int64_t i = 0; i < run_.ops && ops.next_operation(); ++i) {
     co_await run_.world->sleep_for(ops.between(0, kMaxThinkMs));
     const bool invalid = ops.chance(kInvalidBatchPpm);
@@ -84,7 +92,7 @@ Task<void> LogProducers::producer(int64_t p) {
 }
 
 Task<void> LogProducers::heartbeat() {
-  ActorStream ops(run_.world->random(), "log", "heartbeat");
+  ActorStream ops(run_.world->random(), run_.name, "heartbeat");
   while (ops.next_operation()) {
     co_await run_.world->sleep_for(ops.between(kMinHeartbeatMs, kMaxHeartbeatMs));
     AppendBatch batch{nlohmann::json::array()};

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,10 +60,16 @@ struct LogCounts {
   int64_t producersDone = 0;
 };
 
+// What a consumer group does with a non-empty page before it commits past it: true when the page
+// is handled; false leaves the cursor where it was (the page is read again).
+using PageHandler = std::function<Task<bool>(std::string partition, nlohmann::json records)>;
+
 // The state of one run of the log workload. REQUIRES: it outlives every role's task.
 struct LogRun {
   sim::World* world = nullptr;
-  sim::StreamId stream;  // "workload.log": the draws of the configuration (each role has a stream of its own)
+  // The workload the roles belong to: their streams are "workload.<name>.<actor>[.<n>]".
+  const char* name = "log";
+  sim::StreamId stream;  // "workload.<name>": the draws of the configuration (each role has a stream of its own)
   int64_t partitions = 0, producers = 0, groups = 0, leasers = 0, ops = 0;
   LogPartitionConfig base;  // drawn per seed; partition noLeases has no leases option
   std::map<std::string, LogPartitionConfig> configs;
@@ -76,6 +83,7 @@ struct LogRun {
   bool healed = false;
   bool probed = false;  // the read probe read every partition back
   LogCounts counts;
+  PageHandler handlePage;  // unset: a group only reports its pages (app.consume)
 
   int64_t draw(int64_t lo, int64_t hi) { return world->random().between(stream, lo, hi); }
   bool chance(uint32_t ppm) { return world->random().chance(stream, ppm); }
@@ -90,6 +98,25 @@ struct LogRun {
     return worked ? pollMs : std::min(std::max(kMaxIdleMs, pollMs), idleMs * 2);
   }
 };
+
+// ---------------------------------------------------------------------------------------------
+// The per-seed configuration (log_config.cc)
+
+// What a workload composing the log may leave out of the draw.
+struct LogDrawPolicy {
+  bool coldAlways = false;    // cold storage in every seed (else in 3 of 4)
+  bool retire = true;         // some seeds retire a partition once drained
+  bool noLeasesLast = false;  // the partition without leases is the last (else drawn): routing fills p0 first
+};
+// Draws run.base, run.configs, run.noLeases, the routing deadline and soft backlog limit and, with
+// policy.retire, run.retiring, from run.stream (log_config.cc gives the ranges).
+void drawLogConfig(LogRun& run, const LogDrawPolicy& policy);
+// The drawn configuration as the "workload.config" event states it.
+nlohmann::json logConfigJson(const LogRun& run);
+// Consumers (every group; every leased consumer on a partition with leases) whose stored cursor is
+// not at nextOffset on a partition that still has its log, read from the stores: "<partition>:
+// <consumer> at <cursor>, nextOffset <n>".
+std::vector<std::string> logConsumersBehind(const LogRun& run);
 
 // ---------------------------------------------------------------------------------------------
 // Producers (log_producers.cc)

@@ -21,6 +21,15 @@ inline int64_t positive_option(const nlohmann::json& options, const std::string&
   return value.get<int64_t>();
 }
 
+// options[key] as a non-negative integer, or `fallback` when absent; std::invalid_argument otherwise.
+inline int64_t count_option(const nlohmann::json& options, const std::string& workload, const char* key, int64_t fallback) {
+  if (!options.contains(key)) return fallback;
+  const nlohmann::json& value = options.at(key);
+  if (!value.is_number_integer() || value.get<int64_t>() < 0)
+    throw std::invalid_argument(workload + " workload option '" + key + "' must be a non-negative integer");
+  return value.get<int64_t>();
+}
+
 // options[key] as a boolean, false when absent; std::invalid_argument otherwise.
 inline bool flag_option(const nlohmann::json& options, const std::string& workload, const char* key) {
   if (!options.contains(key)) return false;

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "engine/outbox_events.h"
-#include "engine/outbox_schema.h"
 #include "sim/object_runtime.h"
 #include "workloads/account.h"
 #include "workloads/actor_stream.h"
 #include "workloads/client.h"
+#include "workloads/outbox_drivers.h"
 #include "workloads/options.h"
 
 namespace durasim::workloads {
@@ -38,11 +38,6 @@ constexpr uint32_t kAuditMissingPpm = 400'000;    // ... in 40% of their incarna
 constexpr uint32_t kRetireSeedPpm = 250'000;
 constexpr int64_t kRetireAfterMaxMs = 60'000;
 constexpr Backoff kCallBackoff{500, 10'000};
-constexpr int64_t kConcurrencyChoices[] = {1, 2, 10};
-constexpr int64_t kBatchSizeChoices[] = {1, 3, 50};
-constexpr int64_t kBatchDelayChoices[] = {0, 0, 250, 1'000};
-constexpr int64_t kTimeoutChoices[] = {5'000, 20'000};
-constexpr int64_t kFixedDelayChoices[] = {0, 1'500, 10'000};
 
 std::string accountName(int64_t i) {
   std::string name = "a";
@@ -69,24 +64,7 @@ class OutboxWorkload final : public Workload {
   void setup(sim::World& world, faults::FaultPlan& faults) override {
     world_ = &world;
     stream_ = world.random().stream("workload.outbox");
-    config_.scheduler.alarmConcurrency = pick(kConcurrencyChoices);
-    config_.scheduler.alarmMinDelayMs = draw(kMinAlarmMinDelayMs, kMaxAlarmMinDelayMs);
-    if (draw(0, 1) == 0) config_.channels.push_back(kAuditChannel);
-    config_.maxBatchSize = pick(kBatchSizeChoices);
-    config_.batchDelayMs = pick(kBatchDelayChoices);
-    config_.attemptTimeoutMs = pick(kTimeoutChoices);
-    switch (draw(0, 3)) {
-      case 0:
-        config_.retryKind = "fixed";
-        config_.retryDelayMs = pick(kFixedDelayChoices);
-        break;
-      case 1:
-        config_.retryKind = "invalid";
-        break;
-      default:
-        config_.retryKind = "default";
-        break;
-    }
+    config_ = drawAccountConfig([this](int64_t lo, int64_t hi) { return draw(lo, hi); }, true);
     nlohmann::json stated = config_.toJson();
     stated["sink"] = world.variants().count(std::string(kSinkLastWriterWins)) ? "last_writer_wins" : "max";
     world.emit("workload.config", std::move(stated));
@@ -116,12 +94,12 @@ class OutboxWorkload final : public Workload {
     runtime_->heal();
   }
 
-  bool drained() const override { return clientsDone_ == clients_ && runtime_->pending().empty() && unsettled().empty(); }
+  bool drained() const override { return clientsDone_ == clients_ && runtime_->pending().empty() && unsettledAccounts(world_->stores(), runtime_->status()).empty(); }
 
   std::vector<std::string> pending() const override {
     std::vector<std::string> items = runtime_->pending();
     if (clientsDone_ < clients_) items.push_back(std::to_string(clients_ - clientsDone_) + " clients still running");
-    for (const std::string& item : unsettled()) items.push_back(item);
+    for (const std::string& item : unsettledAccounts(world_->stores(), runtime_->status())) items.push_back(item);
     return items;
   }
 
@@ -138,10 +116,6 @@ class OutboxWorkload final : public Workload {
  private:
   int64_t draw(int64_t lo, int64_t hi) { return world_->random().between(stream_, lo, hi); }
   bool chance(uint32_t ppm) { return world_->random().chance(stream_, ppm); }
-  template <std::size_t N>
-  int64_t pick(const int64_t (&choices)[N]) {
-    return choices[draw(0, static_cast<int64_t>(N) - 1)];
-  }
 
   // The channels a new Account incarnation attaches: while faults are on, in seeds with churn, some
   // incarnations run code without the audit channel; after heal every one has every channel.
@@ -150,21 +124,6 @@ class OutboxWorkload final : public Workload {
     if (config_.channels.size() > 1 && (!auditChurn_ || healed_ || !world_->random().chance(churnStream_, kAuditMissingPpm)))
       channels.push_back(kAuditChannel);
     return channels;
-  }
-
-  // Accounts whose outbox still holds rows, or which still store an alarm.
-  std::vector<std::string> unsettled() const {
-    std::vector<std::string> items;
-    const sim::StoreView& stores = world_->stores();
-    for (const sim::ObjectStatus& status : runtime_->status()) {
-      if (status.label.rfind(Account::kClass, 0) != 0) continue;
-      const int64_t rows = stores.has_table(status.label, DURASIM_OUTBOX)
-                               ? stores.live(status.label, "SELECT count(*) AS n FROM " DURASIM_OUTBOX).one().int64("n")
-                               : 0;
-      if (rows > 0) items.push_back(status.label + " has " + std::to_string(rows) + " outbox rows");
-      else if (status.stored_alarm) items.push_back(status.label + " still stores an alarm");
-    }
-    return items;
   }
 
   Task<void> client(int64_t c) {
