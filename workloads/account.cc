@@ -9,6 +9,7 @@
 #include "engine/conventions.h"
 #include "engine/errors.h"
 #include "engine/outbox_events.h"
+#include "workloads/bus_app.h"
 
 namespace durasim::workloads {
 namespace {
@@ -53,6 +54,10 @@ Account::Account(ObjectContext& ctx, const AccountConfig& config, std::vector<st
   }
   for (const std::string& channel : channels) outboxes_[channel] = std::make_unique<DurabilityOutbox>(scheduler_, options(channel));
   ctx_.probe(outbox_events::kAppChannels, {{"account", label()}, {"channels", channels}});
+  if (config_.target) {
+    receiver_.emplace(ctx_);
+    ctx_.storage.exec("CREATE TABLE IF NOT EXISTS account_applied (id TEXT PRIMARY KEY, at INTEGER NOT NULL)");
+  }
 }
 
 OutboxOptions Account::options(const std::string& channel) {
@@ -76,6 +81,10 @@ Task<nlohmann::json> Account::call(std::string_view method, const nlohmann::json
   if (method == "ping") {
     Task<nlohmann::json> pinging = ping();
     co_return co_await pinging;
+  }
+  if (method == "consume" && receiver_) {
+    Task<nlohmann::json> consuming = consume(args);
+    co_return co_await consuming;
   }
   if (method == "retire") {
     Task<void> retiring = retire();
@@ -130,6 +139,54 @@ Task<void> Account::retire() {
   ctx_.storage.exec("INSERT OR IGNORE INTO account_meta (id, retired) VALUES (1, 1)");
   co_await ctx_.storage.sync();
   ctx_.abort("account retired");
+}
+
+// The consumer target's call: every receipt recorded, every message applied once, every message's
+// event on the bus, then the decisions (paced as the receiver draws, until heal).
+Task<nlohmann::json> Account::consume(nlohmann::json args) {
+  receiver_->receive(args);
+  const nlohmann::json& messages = args.at("messages");
+  for (const nlohmann::json& message : messages) apply(message);
+  for (const nlohmann::json& message : messages) {
+    Task<void> emitting = emitApplied(message);
+    co_await emitting;
+  }
+  const bool healed = *config_.target->healed;
+  nlohmann::json decisions = nlohmann::json::array();
+  for (std::size_t i = 0; i < messages.size(); ++i) decisions.push_back(healed ? nlohmann::json{{"action", "ack"}} : receiver_->decide());
+  if (!healed) {
+    Task<bool> pacing = receiver_->pace(args.at("deadline").get<int64_t>(), config_.target->hangMs);
+    if (!co_await pacing) co_return nlohmann::json{{"error", "account refused the batch"}};
+  }
+  co_return nlohmann::json{{"decisions", std::move(decisions)}};
+}
+
+// One application transaction per message not applied before: its deposit and its stage.
+void Account::apply(const nlohmann::json& message) {
+  const std::string id = message.at("id").get<std::string>();
+  const nlohmann::json& body = message.at("body");
+  const std::string key = body.at("key").get<std::string>();
+  ctx_.storage.transactionSync([&](StorageTxn& txn) {
+    if (txn.exec("SELECT id FROM account_applied WHERE id = ?", id).next()) return;
+    txn.exec("INSERT INTO account_applied (id, at) VALUES (?, ?)", id, ctx_.clock.now());
+    txn.exec("INSERT INTO account_balances (key, balance) VALUES (?, ?)"
+             " ON CONFLICT (key) DO UPDATE SET balance = balance + excluded.balance",
+             key, body.at("amount").get<int64_t>());
+    const int64_t balance = txn.exec("SELECT balance FROM account_balances WHERE key = ?", key).one().int64("balance");
+    outboxes_.at(kLedgerChannel)->stage(txn, key, {{"balance", balance}, {"op", id}});
+  });
+}
+
+// The event of an applied message; its id is the message's, so a repeat changes nothing stored.
+Task<void> Account::emitApplied(nlohmann::json message) {
+  const nlohmann::json& body = message.at("body");
+  nlohmann::json args = {{"topic", config_.target->topic},
+                         {"id", message.at("id")},
+                         {"payload", {{"account", label()}, {"key", body.at("key")}, {"amount", body.at("amount")}}}};
+  Stub bus = ctx_.objects(Bus::kClass).get(config_.target->bus);
+  Task<nlohmann::json> calling = bus.call("emit", args);
+  const nlohmann::json answer = co_await calling;
+  if (answer.contains("error")) throw std::runtime_error("bus refused an event: " + answer.at("error").dump());
 }
 
 // The channel's publish: one call to the sink; every entry it did not apply is marked for retry.

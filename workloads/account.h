@@ -13,6 +13,13 @@
 // (DurabilityOutbox::migrate(none), "app.obx.migrated_none") and refuses deposits. RPC methods:
 // deposit {key, amount, abort, audit, op} -> {versions} | {aborted} | {error {name, message}} |
 // {retired}; ping -> {pending {channel: rows}}; retire (resets the object).
+// An Account configured as a Mailbox's consumer target (AccountConfig::target, the mixed workload)
+// also answers `consume` (workloads/mailbox.h): it records each receipt (FanoutReceiver), applies
+// each message once (table `account_applied`, by message id): its body {key, amount} is a deposit
+// whose balance and stage commit in one transaction; then it emits one event per message of the
+// batch, applied now or before, to the configured Bus (event id = message id, so a repeat is a
+// duplicate) and answers a decision per message, drawn before heal, ack after it. An emit that
+// fails fails the call, so the delivery is retried until its event is on the bus.
 //
 // OutboxSink (one object, "OutboxSink/s0"): `apply` {source, channel, entries [{key, version, value
 // (serialized)}]} keeps, per (source, channel, key), the highest version it has accepted
@@ -25,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +42,7 @@
 #include "engine/outbox.h"
 #include "engine/scheduler.h"
 #include "sim/fault_points.h"
+#include "workloads/fanout_receiver.h"
 
 namespace durasim::workloads {
 
@@ -41,6 +50,13 @@ inline constexpr char kLedgerChannel[] = "ledger";
 inline constexpr char kAuditChannel[] = "audit";
 // The harness variant (hazards.md, "Calibration variants for the outbox"): the naive sink.
 inline constexpr std::string_view kSinkLastWriterWins = "sink.last_writer_wins";
+
+// An Account that is a Mailbox's consumer target.
+struct AccountTarget {
+  const bool* healed = nullptr;  // outlives the object: from heal on every delivery is acknowledged
+  int64_t hangMs = 0;            // how long a stalled answer waits (FanoutReceiver::pace)
+  std::string bus, topic;        // the Bus object (by name) and the topic applied deliveries go to
+};
 
 struct AccountConfig {
   SchedulerOptions scheduler;
@@ -50,6 +66,7 @@ struct AccountConfig {
   int64_t attemptTimeoutMs = 60'000;
   std::string retryKind = "default";  // "default" | "fixed" | "invalid" (falls back to the default)
   int64_t retryDelayMs = 0;           // with "fixed"
+  std::optional<AccountTarget> target;  // not stated in toJson: the mixed workload states its own
   // What the checkers must know of the application, as stated in the "workload.config" event.
   nlohmann::json toJson() const;
 };
@@ -70,6 +87,9 @@ class Account final : public DurableObject {
   nlohmann::json deposit(const nlohmann::json& args);
   Task<nlohmann::json> ping();
   Task<void> retire();
+  Task<nlohmann::json> consume(nlohmann::json args);
+  void apply(const nlohmann::json& message);
+  Task<void> emitApplied(nlohmann::json message);
   Task<void> publish(std::string channel, std::vector<OutboxEntry> entries);
   void mark(OutboxEntry& entry, const nlohmann::json& answer);
   Task<void> misbehave(const char* point);
@@ -81,6 +101,7 @@ class Account final : public DurableObject {
   DurabilityScheduler scheduler_;
   bool retired_ = false;
   std::map<std::string, std::unique_ptr<DurabilityOutbox>> outboxes_;  // by channel
+  std::optional<FanoutReceiver> receiver_;  // with config.target
 };
 
 class OutboxSink final : public DurableObject {

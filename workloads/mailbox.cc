@@ -12,9 +12,7 @@ namespace durasim::workloads {
 namespace {
 
 constexpr int64_t kHangMinMs = 1'000, kHangMaxMs = 60'000;  // workload.handler_hang before forwarding
-constexpr int64_t kMaxRetryDelayMs = 3'000;
 constexpr char kRouteStep[] = "route";
-constexpr int64_t kNearDeadlineMs = 30;  // how early before a batch deadline a near-deadline answer is sent
 
 nlohmann::json storedJson(const StoredMessage& m) {
   nlohmann::json j = {{"id", m.id},           {"messageId", m.messageId}, {"target", m.target}, {"body", m.body},
@@ -168,9 +166,9 @@ Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
   for (const FanoutMessage& m : messages) {
     Task<nlohmann::json> routing = routeToken(m);
     const nlohmann::json token = co_await routing;
-    batch.push_back({{"deliveryId", m.deliveryId}, {"id", m.id}, {"attempt", m.attempt}, {"token", token}});
+    batch.push_back({{"deliveryId", m.deliveryId}, {"id", m.id}, {"attempt", m.attempt}, {"token", token}, {"body", m.body}});
   }
-  Stub consumer = ctx_.objects(FanoutConsumer::kClass).get(FanoutConsumer::kName);
+  Stub consumer = ctx_.objects(config_.consumerClass).get(config_.consumerName);
   Task<nlohmann::json> calling =
       consumer.call("consume", nlohmann::json{{"mailbox", label()}, {"target", kConsumerTarget}, {"deadline", deadline}, {"messages", batch}});
   const nlohmann::json decisions = co_await calling;
@@ -256,56 +254,15 @@ Task<void> Mailbox::misbehave(const char* point) {
 // ---------------------------------------------------------------------------------------------
 // FanoutConsumer
 
-FanoutConsumer::FanoutConsumer(ObjectContext& ctx, int64_t hangMs) : ctx_(ctx), hangMs_(hangMs) {
-  ctx_.storage.exec(
-      "CREATE TABLE IF NOT EXISTS consumed (delivery TEXT NOT NULL, attempt INTEGER NOT NULL, mailbox TEXT NOT NULL,"
-      " id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (delivery, attempt))");
-}
-
-nlohmann::json FanoutConsumer::decide() {
-  const double roll = ctx_.random.random();
-  nlohmann::json decision;
-  if (roll < 0.60) {
-    decision = {{"action", "ack"}};
-  } else if (roll < 0.72) {
-    // One retry in twenty asks for an invalid delay, which is refused without settling.
-    const bool invalid = ctx_.random.random() < 0.05;
-    decision = {{"action", "retry"},
-                {"delayMs", invalid ? int64_t{-1} : static_cast<int64_t>(ctx_.random.random() * kMaxRetryDelayMs)}};
-  } else if (roll < 0.76) {
-    decision = {{"action", "deadLetter"}};
-  } else {
-    decision = {{"action", "none"}};
-  }
-  if (decision.at("action") != "none" && ctx_.random.random() < 0.05) decision["again"] = true;
-  return decision;
-}
+FanoutConsumer::FanoutConsumer(ObjectContext& ctx, int64_t hangMs) : receiver_(ctx), hangMs_(hangMs) {}
 
 Task<nlohmann::json> FanoutConsumer::call(std::string_view method, const nlohmann::json& args) {
   if (method != "consume") throw std::invalid_argument("FanoutConsumer has no method " + std::string(method));
-  const std::string mailbox = args.at("mailbox").get<std::string>();
-  const std::string target = args.at("target").get<std::string>();
-  const nlohmann::json messages = args.at("messages");
-  for (const nlohmann::json& m : messages) {
-    const bool fresh = ctx_.storage
-                           .exec("INSERT OR IGNORE INTO consumed (delivery, attempt, mailbox, id, at) VALUES (?, ?, ?, ?, ?)",
-                                 m.at("deliveryId").get<std::string>(), m.at("attempt").get<int64_t>(), mailbox,
-                                 m.at("id").get<std::string>(), ctx_.clock.now())
-                           .rowsWritten() > 0;
-    if (fresh)
-      ctx_.probe(fanout_events::kAppConsume, {{"mailbox", mailbox}, {"target", target}, {"delivery", m.at("deliveryId")},
-                                              {"id", m.at("id")}, {"attempt", m.at("attempt")}});
-  }
+  receiver_.receive(args);
   nlohmann::json decisions = nlohmann::json::array();
-  for (std::size_t i = 0; i < messages.size(); ++i) decisions.push_back(decide());
-  const double roll = ctx_.random.random();
-  if (roll < 0.03) co_await ctx_.clock.sleepFor(hangMs_);  // answers after the batch deadline
-  if (roll >= 0.03 && roll < 0.06) {
-    // Answers just before the batch deadline, so that its settlements land around it.
-    const int64_t at = args.at("deadline").get<int64_t>() - static_cast<int64_t>(ctx_.random.random() * kNearDeadlineMs);
-    if (at > ctx_.clock.now()) co_await ctx_.clock.sleepUntil(at);
-  }
-  if (roll >= 0.06 && roll < 0.11) co_return nlohmann::json{{"error", "consumer refused the batch"}};
+  for (std::size_t i = 0; i < args.at("messages").size(); ++i) decisions.push_back(receiver_.decide());
+  Task<bool> pacing = receiver_.pace(args.at("deadline").get<int64_t>(), hangMs_);
+  if (!co_await pacing) co_return nlohmann::json{{"error", "consumer refused the batch"}};
   co_return nlohmann::json{{"decisions", std::move(decisions)}};
 }
 

@@ -15,12 +15,14 @@
 // the entry's target under the entry's id as key, remove the entry only after success), schedule
 // {name, at} (with alarms), ping (the load envelope).
 //
-// FanoutConsumer (one object, "FanoutConsumer/c0"): `consume` {mailbox, target, deadline, messages:
-// [{deliveryId, id, attempt, token}]} records each receipt once per (delivery, attempt) in its table
-// `consumed`, reports it (app.fan.consume), and answers a decision per message drawn from its
-// randomness: ack, retry {delayMs} (sometimes an invalid delay), deadLetter, none (return without
-// settling), each sometimes followed by a second settlement call; a few calls answer only after
-// the batch deadline has passed, a few just before it (settlements at the exact deadline).
+// The consumer target's object (by default one FanoutConsumer, "FanoutConsumer/c0"; the config may
+// name another, e.g. an Account) receives `consume` {mailbox, target, deadline, messages:
+// [{deliveryId, id, attempt, token, body}]} and answers {decisions: [...]}, one per message, or
+// {error}. FanoutConsumer records each receipt through a FanoutReceiver (fanout_receiver.h) and
+// answers the decisions it draws: ack, retry {delayMs} (sometimes an invalid delay), deadLetter,
+// none (return without settling), each sometimes followed by a second settlement call; a few calls
+// answer only after the batch deadline has passed, a few just before it (settlements at the exact
+// deadline).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@
 #include "engine/fanout.h"
 #include "engine/scheduler.h"
 #include "sim/fault_points.h"
+#include "workloads/fanout_receiver.h"
 
 namespace durasim::workloads {
 
@@ -42,6 +45,8 @@ inline constexpr char kArchiveTarget[] = "archive";
 inline constexpr char kArchiveBucket[] = "fanout-archive";
 inline constexpr char kDeadLetterBucket[] = "fanout-dead-letters";
 inline constexpr char kTickAlarm[] = "tick";  // the named alarm of mailboxes with alarms
+inline constexpr char kFanoutConsumerClass[] = "FanoutConsumer";
+inline constexpr char kFanoutConsumerName[] = "c0";
 
 struct MailboxConfig {
   SchedulerOptions scheduler;
@@ -53,6 +58,8 @@ struct MailboxConfig {
   int64_t batchDelayMs = 0;
   int64_t attemptTimeoutMs = 20'000;
   int64_t maxAttempts = 4;
+  // The object the consumer target forwards each batch to (not stated in toJson: no checker needs it).
+  std::string consumerClass = kFanoutConsumerClass, consumerName = kFanoutConsumerName;
   // What the checkers must know of the application, as stated in the "workload.config" event.
   nlohmann::json toJson() const;
 };
@@ -93,16 +100,15 @@ class Mailbox final : public DurableObject {
 
 class FanoutConsumer final : public DurableObject {
  public:
-  static constexpr const char* kClass = "FanoutConsumer";
-  static constexpr const char* kName = "c0";
+  static constexpr const char* kClass = kFanoutConsumerClass;
+  static constexpr const char* kName = kFanoutConsumerName;
 
   // `hangMs`: how long a stalled answer waits (more than the mailboxes' batch deadline).
   FanoutConsumer(ObjectContext& ctx, int64_t hangMs);
   Task<nlohmann::json> call(std::string_view method, const nlohmann::json& args) override;
 
  private:
-  nlohmann::json decide();
-  ObjectContext& ctx_;
+  FanoutReceiver receiver_;
   int64_t hangMs_;
 };
 
