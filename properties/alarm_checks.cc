@@ -628,7 +628,7 @@ void AlarmChecks::finish(const std::map<std::string, std::optional<int64_t>>& st
     if (!table) continue;
     // ALM-14 nothing left pending after heal that is due: an application that re-arms a periodic
     // alarm from its handler (the log's retention sweep) always has its next occurrence pending,
-    // due later than now, and that one is within its bound.
+    // and one due later than now is within its bound.
     if (healedAt_) judgeTakeUps(object, now);
     std::map<std::string, std::pair<std::string, std::string>> rows;  // name -> (generation, status)
     for (const SqlRow& r : reader_(object, "SELECT name, generation_id, status, next_attempt_at FROM " DURASIM_ALARMS).toVector()) {

@@ -9,7 +9,7 @@
 //   [H] SCH-03, 05, 06, 07, 08, 09, 10, 12, 13; ALM-01, 02, 04, 06, 07, 09, 12
 //   [L] after heal: SCH-14 (every due pending row is taken up by a pass within a bound, below)
 //   at the end (quiescent, after heal): SCH-01, SCH-11, SCH-14, ALM-13, ALM-14 (no row pending
-//       that is due: a periodic alarm's next occurrence, due later, is not overdue)
+//       that is due: a periodic alarm's next occurrence, due later, is within its bound)
 #pragma once
 
 #include <cstdint>

@@ -183,5 +183,19 @@ TEST(AlarmChecksStream, ARowTakenUpAfterTheBoundViolatesSch14) {
   }
 }
 
+// ALM-14 at the end judges what is due: an application that re-arms a periodic alarm from its
+// handler (the log partition's retention sweep, in the mixed workload) always has its next
+// occurrence pending, due later than the end; a row already due at the end is still a violation.
+TEST(AlarmChecksStream, OnlyAPendingRowAlreadyDueAtTheEndViolatesAlm14) {
+  StreamRig rig;
+  rig.sql("INSERT INTO durability_alarms VALUES ('retention', 'A', 'pending', 230000, 230000, 0, NULL, NULL, 190000)");
+  rig.sql("INSERT INTO durability_alarms VALUES ('stuck.0', 'B', 'pending', 150000, 150000, 0, NULL, NULL, 500)");
+  rig.checks().healed(1000, {5000, 30000});
+  rig.checks().finish({{"AlarmApp/a", 150000}}, 200'000, 5000);
+  EXPECT_EQ(rig.violations("ALM-14"), 1u);
+  EXPECT_EQ(rig.checks().tallies().by_id().at("ALM-14").checked, 2u);
+  EXPECT_NE(rig.checks().tallies().by_id().at("ALM-14").examples.at(0).find("stuck.0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace durasim

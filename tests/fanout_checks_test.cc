@@ -197,6 +197,19 @@ TEST(FanoutChecksStream, DeadLetterWritesWithoutADlqViolateFan12) {
   EXPECT_EQ(rig.violations("FAN-12"), 1u) << "a drop is what a fanout without a DLQ does";
 }
 
+// A workload composing several applications states one config per class (the mixed workload): the
+// checker of Mailbox takes its options from the config naming Mailbox, or naming no class, and
+// ignores another class's (an Account's maxBatchSize, a LogPartition's, ...).
+TEST(FanoutChecksStream, AConfigNamingAnotherClassConfiguresNothing) {
+  StreamRig rig;
+  rig.config({{"class", "Mailbox"}, {"dlq", false}, {"maxAttempts", 3}});
+  rig.config({{"class", "Account"}, {"dlq", true}, {"maxAttempts", 50}});
+  rig.intent();
+  EXPECT_EQ(rig.violations("FAN-12"), 1u) << "the Account's config did not give the mailbox a DLQ";
+  rig.of("app.fan.stored", {{"mailbox", "Mailbox/a"}, {"delivery", "[\"g\",\"consumer\"]"}, {"target", "consumer"}, {"attempts", 2}, {"reason", "exhausted"}, {"created", true}});
+  EXPECT_EQ(rig.violations("FAN-22"), 1u) << "maxAttempts is still the mailbox's 3";
+}
+
 TEST(FanoutChecksStream, AnExhaustedDeadLetterBelowMaxAttemptsViolatesFan22) {
   StreamRig rig;
   rig.config({{"dlq", true}, {"maxAttempts", 3}});

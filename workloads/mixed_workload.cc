@@ -9,16 +9,19 @@
 // mailboxes' with a DLQ always; the accounts' with "ledger" alone; the bus consumers'), states each
 // in a "workload.config" event naming its class, and wires the phases.
 // Drained: producers done, no heartbeat ping in flight, every consumer at nextOffset, no delivery
-// row, outbox row or stored alarm left, the sink's balances summing to the records appended (each
-// record applied once and published), every bus consumer caught up, no runtime work pending.
+// row, outbox row or stored alarm left on a mailbox or an account, no retention sweep due, the
+// sink's balances summing to the records appended (each record applied once and published), every
+// bus consumer caught up, no runtime work pending.
 // Checked here: what the log roles' own calls must answer (LOG-14, LSE-04, LSE-11, LSE-16).
 #include "workloads/mixed_workload.h"
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/alarms_schema.h"
 #include "engine/outbox_events.h"
 #include "sim/object_runtime.h"
 #include "workloads/bus_drivers.h"
@@ -94,7 +97,8 @@ class MixedWorkload final : public Workload {
     const sim::ObjectRuntime& runtime = *run_.log.runtime;
     return producersDone() && producers_->heartbeatIdle() && runtime.pending().empty() && logConsumersBehind(run_.log).empty() &&
            unsettledMailboxes(run_.world().stores(), runtime.status()).empty() &&
-           unsettledAccounts(run_.world().stores(), runtime.status()).empty() && chainBehind(run_).empty() && busBehind(run_).empty();
+           unsettledAccounts(run_.world().stores(), runtime.status()).empty() && sweepsDue().empty() && chainBehind(run_).empty() &&
+           busBehind(run_).empty();
   }
 
   std::vector<std::string> pending() const override {
@@ -105,7 +109,7 @@ class MixedWorkload final : public Workload {
     if (!producers_->heartbeatIdle()) items.push_back("a heartbeat ping in flight");
     for (const std::vector<std::string>& more :
          {logConsumersBehind(run_.log), unsettledMailboxes(run_.world().stores(), runtime.status()),
-          unsettledAccounts(run_.world().stores(), runtime.status()), chainBehind(run_), busBehind(run_)})
+          unsettledAccounts(run_.world().stores(), runtime.status()), sweepsDue(), chainBehind(run_), busBehind(run_)})
       items.insert(items.end(), more.begin(), more.end());
     return items;
   }
@@ -128,6 +132,23 @@ class MixedWorkload final : public Workload {
 
  private:
   bool producersDone() const { return run_.log.counts.producersDone == run_.log.producers; }
+
+  // Partitions whose retention sweep is due and has not run yet. The sweep re-arms itself while hot
+  // records remain, so it may stay pending for good, but the run ends only while it is not due:
+  // then a pending occurrence is one ALM-14 may leave pending (alarm_checks.h).
+  std::vector<std::string> sweepsDue() const {
+    std::vector<std::string> items;
+    const sim::StoreView& stores = run_.world().stores();
+    for (int64_t i = 0; i < run_.log.partitions; ++i) {
+      const std::string object = partitionLabel(partitionName(i));
+      if (!stores.has_table(object, DURASIM_ALARMS)) continue;
+      const std::optional<SqlRow> due =
+          stores.live(object, "SELECT next_attempt_at FROM " DURASIM_ALARMS " WHERE status = 'pending' AND next_attempt_at <= ?", {run_.world().now()})
+              .next();
+      if (due) items.push_back(object + " has its retention sweep due since " + std::to_string(due->int64("next_attempt_at")));
+    }
+    return items;
+  }
 
   // Every application's configuration, drawn on "workload.mixed" in this order, and stated.
   void drawConfig() {
