@@ -63,7 +63,8 @@ class RuntimeFamily final : public Checker {
   RuntimeChecks runtime_;
 };
 
-// The application's named-alarm policy as the workload describes it in its "workload.config" event:
+// The application's named-alarm policy as the workload describes it in its "workload.config" event
+// (the one of the checker's class, or one naming no class):
 // {"alarmPolicies": {"<family>": {"maxAttempts": n, "retryDelayMs": d, "invalid": bool}},
 //  "defaultMaxAttempts": n, "alarmMinDelayMs": n, "alarmHandoffMs": n}; a family is the part of a
 // name before its first '.'. Names without an entry use the default attempts and the default retry

@@ -21,7 +21,8 @@
 //       outcome and records), EVT-24 (delay warnings), EVT-26, EVT-27, EVT-29, EVT-30 (releases),
 //       EVT-34 (time zero), EVT-38 (the poll loop), EVT-43 (log lines)
 //   [L] at "phase: check": EVT-10 and EVT-35 (every event acked, or quarantined, by every consumer)
-// Consumer options come from the application's "workload.config" event (else from "evt.options").
+// Consumer options come from the application's "workload.config" event (one naming the class, or
+// naming none: config_of_class; else from "evt.options").
 // What a replaced incarnation still runs is not followed (its storage calls throw; RT-08's).
 // Not judged here: EVT-37, EVT-39, EVT-40 (model tests of the store and legacy records).
 #pragma once

@@ -34,7 +34,8 @@
 //   [L] at the end of the run: FAN-26 (no delivery row left, and the last removal within the
 //       retry bound after heal or after the last enqueue)
 // The options it needs (maxAttempts, whether there is a DLQ) come from the application's
-// "workload.config" event, never from the engine.
+// "workload.config" event (one naming the class, or naming none: config_of_class), never from the
+// engine.
 #pragma once
 
 #include <cstdint>

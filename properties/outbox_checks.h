@@ -28,7 +28,8 @@
 //   [L] at the end of the run: OBX-16 (every key of a live account converged in the sink, no row
 //       left, the last sink write within the bound after heal)
 // The options it needs (channels, batch options, retry policy) come from the application's
-// "workload.config" event and the outbox's "obx.options", never from the engine's own decisions.
+// "workload.config" event (one naming the class, or naming none: config_of_class) and the outbox's
+// "obx.options", never from the engine's own decisions.
 #pragma once
 
 #include <cstdint>
