@@ -223,7 +223,9 @@ WorkloadInfo mixed_workload_info() {
            {"producers", kDefaultProducers},
            {"ops", kDefaultOps},
            {"leasers", kDefaultLeasers, 0},
-           {"mailboxes", kDefaultMailboxes}}};
+           {"mailboxes", kDefaultMailboxes}},
+          // Its buckets have no expiry rules (cold segments never expire before the group reads them).
+          faults::every_fault_but({"cold.lifecycle_lag"})};
 }
 
 }  // namespace durasim::workloads
