@@ -279,13 +279,21 @@ nlohmann::json to_json(const std::vector<Figure>& figures) {
 
 }  // namespace
 
-int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err) {
+void check_bench_options(const BenchOptions& options) {
   if (!(options.scale > 0) || options.scale > 100) {
-    err << "durasim bench: --scale must be in (0, 100], got " << options.scale << "\n";
-    return kExitBadInput;
+    std::ostringstream message;
+    message << "--scale must be in (0, 100], got " << options.scale;
+    throw std::invalid_argument(message.str());
   }
-  if (options.only.find_first_not_of("abcdefgh") != std::string::npos) {
-    err << "durasim bench: --only takes letters of the parts a..h, got '" << options.only << "'\n";
+  if (options.only.find_first_not_of("abcdefgh") != std::string::npos)
+    throw std::invalid_argument("--only takes letters of the parts a..h, got '" + options.only + "'");
+}
+
+int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    check_bench_options(options);
+  } catch (const std::invalid_argument& e) {
+    err << "durasim bench: " << e.what() << "\n";
     return kExitBadInput;
   }
   std::vector<Figure> figures;

@@ -22,6 +22,8 @@ struct BenchOptions {
   std::string only;                 // the letters of the parts to run ("g", "ad"); empty: all
 };
 
+// Throws std::invalid_argument when --scale is not in (0, 100] or --only names a part that is not a..h.
+void check_bench_options(const BenchOptions& options);
 int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err);
 
 // (c): wall seconds for `batches` appends of 100 records through DurabilityLog, and for the same

@@ -20,6 +20,7 @@
 #include "cli/workers.h"
 #include "properties/registry.h"
 #include "traces/recorder.h"
+#include "traces/trace_file.h"
 
 namespace durasim::cli {
 namespace {
@@ -50,43 +51,18 @@ workloads::RunConfig build_config(const RunOptions& options, const std::string& 
     config.variants.insert(name);
   }
   for (const auto& [key, text] : options.workload_options) {
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json value;
+    try {
+      value = traces::parse_bounded_json(text, traces::kMaxOptionDepth);  // what a trace header holds
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("--opt " + key + ": " + e.what());
+    }
     config.options[key] = value.is_discarded() ? nlohmann::json(text) : value;
   }
   // Round-trip through JSON so the CLI accepts exactly what a trace header may hold.
   config = workloads::RunConfig::from_json(config.to_json());
   validate(config);
   return config;
-}
-
-// The campaign the options ask for; throws std::invalid_argument naming what is wrong.
-Campaign plan_campaign(const RunOptions& options) {
-  if (options.seed && options.seeds) throw std::invalid_argument("give --seed or --seeds, not both");
-  std::pair<uint64_t, uint64_t> range{kDefaultFirstSeed, kDefaultLastSeed};
-  if (options.seed) range = {*options.seed, *options.seed};
-  if (options.seeds) range = parse_seed_range(*options.seeds);
-  Campaign campaign;
-  campaign.seeds = make_slice(range.first, range.second, options.shard ? parse_shard(*options.shard) : Shard{});
-  if (options.jobs < 1 || options.jobs > kMaxJobs)
-    throw std::invalid_argument("--jobs must be in [1, " + std::to_string(kMaxJobs) + "], got " + std::to_string(options.jobs));
-  if (!options.workload && !options.workload_options.empty())
-    throw std::invalid_argument("--opt needs --workload: every workload has options of its own");
-  if (options.workload) {
-    campaign.configs.push_back(build_config(options, *options.workload));
-  } else {
-    for (const workloads::WorkloadInfo& info : workloads::workload_registry()) campaign.configs.push_back(build_config(options, info.name));
-  }
-  if (options.save_trace) {
-    if (range.first != range.second && options.save_trace->find("{seed}") == std::string::npos)
-      throw std::invalid_argument("--save-trace with several seeds needs '{seed}' in the file name");
-    if (campaign.configs.size() > 1 && options.save_trace->find("{workload}") == std::string::npos)
-      throw std::invalid_argument("--save-trace with several workloads needs '{workload}' in the file name (or give --workload)");
-  }
-  if (options.failure_dir.empty()) throw std::invalid_argument("--failure-dir must name a directory");
-  campaign.check_determinism = options.check_determinism;
-  campaign.save_trace = options.save_trace;
-  campaign.failure_dir = options.failure_dir;
-  return campaign;
 }
 
 std::string upper(std::string text) {
@@ -145,6 +121,35 @@ std::pair<uint64_t, uint64_t> parse_seed_range(const std::string& text) {
   const uint64_t last = parse_u64(text.substr(dots + 2), "--seeds end");
   if (first > last) throw std::invalid_argument("--seeds " + text + " is empty (start after end)");
   return {first, last};
+}
+
+Campaign plan_campaign(const RunOptions& options) {
+  if (options.seed && options.seeds) throw std::invalid_argument("give --seed or --seeds, not both");
+  std::pair<uint64_t, uint64_t> range{kDefaultFirstSeed, kDefaultLastSeed};
+  if (options.seed) range = {*options.seed, *options.seed};
+  if (options.seeds) range = parse_seed_range(*options.seeds);
+  Campaign campaign;
+  campaign.seeds = make_slice(range.first, range.second, options.shard ? parse_shard(*options.shard) : Shard{});
+  if (options.jobs < 1 || options.jobs > kMaxJobs)
+    throw std::invalid_argument("--jobs must be in [1, " + std::to_string(kMaxJobs) + "], got " + std::to_string(options.jobs));
+  if (!options.workload && !options.workload_options.empty())
+    throw std::invalid_argument("--opt needs --workload: every workload has options of its own");
+  if (options.workload) {
+    campaign.configs.push_back(build_config(options, *options.workload));
+  } else {
+    for (const workloads::WorkloadInfo& info : workloads::workload_registry()) campaign.configs.push_back(build_config(options, info.name));
+  }
+  if (options.save_trace) {
+    if (range.first != range.second && options.save_trace->find("{seed}") == std::string::npos)
+      throw std::invalid_argument("--save-trace with several seeds needs '{seed}' in the file name");
+    if (campaign.configs.size() > 1 && options.save_trace->find("{workload}") == std::string::npos)
+      throw std::invalid_argument("--save-trace with several workloads needs '{workload}' in the file name (or give --workload)");
+  }
+  if (options.failure_dir.empty()) throw std::invalid_argument("--failure-dir must name a directory");
+  campaign.check_determinism = options.check_determinism;
+  campaign.save_trace = options.save_trace;
+  campaign.failure_dir = options.failure_dir;
+  return campaign;
 }
 
 int run_command(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -279,19 +284,25 @@ std::size_t report_unknown_invariants(const sim::Tallies& tallies, std::ostream&
   return unknown;
 }
 
+std::vector<const properties::Invariant*> select_invariants(const PropertiesOptions& options) {
+  if (options.id && !options.families.empty()) throw std::invalid_argument("give --id or --family, not both");
+  std::vector<const properties::Invariant*> shown;
+  if (options.id) {
+    const properties::Invariant* invariant = properties::find_invariant(upper(*options.id));
+    if (!invariant) throw std::invalid_argument(unknown_id_message(*options.id));
+    shown.push_back(invariant);
+  } else {
+    const std::set<std::string> families = selected_families(options.families);
+    for (const properties::Invariant& invariant : properties::invariant_registry())
+      if (families.empty() || families.count(std::string(invariant.family))) shown.push_back(&invariant);
+  }
+  return shown;
+}
+
 int properties_command(const PropertiesOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<const properties::Invariant*> shown;
   try {
-    if (options.id && !options.families.empty()) throw std::invalid_argument("give --id or --family, not both");
-    if (options.id) {
-      const properties::Invariant* invariant = properties::find_invariant(upper(*options.id));
-      if (!invariant) throw std::invalid_argument(unknown_id_message(*options.id));
-      shown.push_back(invariant);
-    } else {
-      const std::set<std::string> families = selected_families(options.families);
-      for (const properties::Invariant& invariant : properties::invariant_registry())
-        if (families.empty() || families.count(std::string(invariant.family))) shown.push_back(&invariant);
-    }
+    shown = select_invariants(options);
   } catch (const std::exception& e) {
     err << "durasim properties: " << e.what() << "\n";
     return kExitBadInput;

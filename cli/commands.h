@@ -15,6 +15,9 @@
 namespace durasim::sim {
 class Tallies;
 }
+namespace durasim::properties {
+struct Invariant;
+}
 
 namespace durasim::cli {
 
@@ -47,9 +50,16 @@ struct PropertiesOptions {
   bool json = false;                  // a JSON array instead of the text listing
 };
 
+// The campaign `options` ask for: seeds, shard, jobs, workloads, fault profile, variants, workload
+// options, run times and --save-trace patterns checked, nothing run or written. Throws
+// std::invalid_argument naming what is wrong.
+Campaign plan_campaign(const RunOptions& options);
 // Runs the campaign (cli/campaign.h) and prints its report (cli/campaign_report.h).
 int run_command(const RunOptions& options, std::ostream& out, std::ostream& err);
 int replay_command(const std::string& path, bool verbose, std::ostream& out, std::ostream& err);
+// The invariants `durasim properties` lists, in registry order. Throws std::invalid_argument for an
+// unknown family or ID, or both --id and --family.
+std::vector<const properties::Invariant*> select_invariants(const PropertiesOptions& options);
 // Lists the invariant registry (properties/registry.h); an unknown family or ID is bad input.
 int properties_command(const PropertiesOptions& options, std::ostream& out, std::ostream& err);
 

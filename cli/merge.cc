@@ -11,6 +11,7 @@
 #include "cli/campaign_report.h"
 #include "cli/commands.h"
 #include "cli/user_io.h"
+#include "traces/trace_file.h"
 
 namespace durasim::cli {
 namespace {
@@ -69,9 +70,9 @@ ResultFile read_results(const std::string& path) {
     ++number;
     const std::string where = path + ":" + std::to_string(number) + ": ";
     if (summary) throw std::invalid_argument(where + "a line after the summary line");
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("type")) throw std::invalid_argument(where + "not a durasim result line");
     try {
+      const nlohmann::json j = traces::parse_bounded_json(line);
+      if (!j.is_object() || !j.contains("type")) throw std::invalid_argument("not a durasim result line");
       if (j["type"] == "summary") summary = j;
       else file.seeds.push_back(seed_result_from_json(j));
     } catch (const std::invalid_argument& e) {

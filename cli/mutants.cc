@@ -218,6 +218,18 @@ void print_table(const std::vector<MutantResult>& results, const MutantsOptions&
 
 }  // namespace
 
+std::vector<const VariantInfo*> chosen_variants(const MutantsOptions& options) {
+  if (options.seeds == 0) throw std::invalid_argument("--seeds must be at least 1");
+  std::vector<const VariantInfo*> chosen;
+  for (const std::string& name : options.variants) {
+    require_known_variant(name);
+    chosen.push_back(find_variant(name));
+  }
+  if (chosen.empty())
+    for (const VariantInfo& v : variant_registry()) chosen.push_back(&v);
+  return chosen;
+}
+
 int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostream& err) {
   if (options.list) {
     print_list(out);
@@ -226,13 +238,7 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
   std::vector<const VariantInfo*> chosen;
   std::filesystem::path trace_dir;
   try {
-    if (options.seeds == 0) throw std::invalid_argument("--seeds must be at least 1");
-    for (const std::string& name : options.variants) {
-      require_known_variant(name);
-      chosen.push_back(find_variant(name));
-    }
-    if (chosen.empty())
-      for (const VariantInfo& v : variant_registry()) chosen.push_back(&v);
+    chosen = chosen_variants(options);
     trace_dir = options.trace_dir ? std::filesystem::path(*options.trace_dir)
                 : options.json     ? std::filesystem::path(*options.json).parent_path()
                                    : std::filesystem::path(".");

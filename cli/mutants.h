@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/variants.h"
+
 namespace durasim::cli {
 
 struct MutantsOptions {
@@ -22,6 +24,9 @@ struct MutantsOptions {
   bool list = false;                      // --list: the registry only, nothing is run
 };
 
+// The variants a run of `options` covers: those named by --variant, else every registered one.
+// Throws std::invalid_argument for an unknown variant or --seeds 0.
+std::vector<const VariantInfo*> chosen_variants(const MutantsOptions& options);
 int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace durasim::cli

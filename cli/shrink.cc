@@ -501,11 +501,18 @@ std::string default_shrink_output(const std::string& path) {
   return out;
 }
 
+void check_shrink_limits(const ShrinkLimits& limits) {
+  if (!(limits.budget_seconds > 0)) throw std::invalid_argument("--budget must be a positive number of seconds");
+  if (!(limits.budget_seconds <= kMaxShrinkBudgetSeconds))
+    throw std::invalid_argument("--budget must be at most " + format("%.0f", kMaxShrinkBudgetSeconds) + " seconds, got " +
+                                format("%g", limits.budget_seconds));
+  if (limits.max_runs && *limits.max_runs == 0) throw std::invalid_argument("--max-runs must be at least 1");
+}
+
 int shrink_command(const ShrinkOptions& options, std::ostream& out, std::ostream& err) {
   traces::TraceFile trace;
   try {
-    if (!(options.limits.budget_seconds > 0)) throw std::invalid_argument("--budget must be a positive number of seconds");
-    if (options.limits.max_runs && *options.limits.max_runs == 0) throw std::invalid_argument("--max-runs must be at least 1");
+    check_shrink_limits(options.limits);
     trace = traces::load_trace(options.path);
     for (const std::string& name : workloads::RunConfig::from_json(trace.config).variants) require_known_variant(name);
   } catch (const std::exception& e) {

@@ -22,6 +22,9 @@
 namespace durasim::cli {
 
 inline constexpr double kDefaultShrinkBudgetSeconds = 60;
+// The deadline is a steady_clock time point (int64 nanoseconds, about 292 years): 10^9 s (31 years)
+// is beyond any shrink and far from overflowing it.
+inline constexpr double kMaxShrinkBudgetSeconds = 1e9;
 
 // The input cannot be shrunk: it does not reproduce, or there is no failure to keep.
 class ShrinkError : public std::runtime_error {
@@ -67,6 +70,9 @@ struct ShrinkOptions {
   ShrinkLimits limits;
   bool verbose = false;            // print every candidate kept
 };
+
+// Throws std::invalid_argument when the budget is not in (0, kMaxShrinkBudgetSeconds] or max_runs is 0.
+void check_shrink_limits(const ShrinkLimits& limits);
 
 // Exit codes: 0 the shrunk trace was written; 2 bad input (unreadable or malformed trace, a trace that
 // does not replay, a trace whose run passed: nothing to shrink), or the output cannot be written.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages durasim builds against, and nothing else. Idempotent: when every
-# package is present it prints nothing and touches nothing; otherwise it runs one `apt-get update`
-# and one `apt-get install` for the missing ones (as root, or through sudo when available).
+# Installs the Debian packages durasim builds against, and nothing else; packages named as arguments
+# are wanted too (scripts/fuzz.sh adds clang's). Idempotent: when every package is present it prints
+# nothing and touches nothing; otherwise it runs one `apt-get update` and one `apt-get install` for
+# the missing ones (as root, or through sudo when available).
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libxxhash-dev libmimalloc-dev
   graphviz chromium  # the tests render `explain --dot` with dot and load `explain --html` headless
   python3-jsonschema # the tests validate traces against traces/trace-format.schema.json
+  "$@"
 )
 
 missing=()

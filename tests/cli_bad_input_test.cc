@@ -1,8 +1,8 @@
 // Bad input to every durasim command, as a process: missing files, directories and empty files given
 // to replay, explain, shrink and merge; numbers too large for 64 bits or negative; reversed and
 // oversized seed ranges; unknown workloads, variants and fault profiles; malformed shards and jobs;
-// result files that are not shards of one campaign. Each gets exit code 2 and one line on stderr
-// naming the problem, and nothing runs.
+// result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large.
+// Each gets exit code 2 and one line on stderr naming the problem, and nothing runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/test_files.h"
+#include "traces/trace_file.h"
 
 namespace durasim {
 namespace {
@@ -84,6 +85,18 @@ TEST_F(CliBadInputTest, RangesWorkloadsVariantsAndProfiles) {
   expect_refused("run --seeds 0..1 --workload core --save-trace t.trace", "{seed}");
   expect_refused("run --json " + file("folder"), "cannot be written");
   expect_refused("frobnicate", "durasim");
+}
+
+// JSON nested deeper than a trace line may hold, in a workload option or a result file, is refused
+// (a million levels used to overflow the stack of the code that copies it); a shrink budget beyond
+// what the deadline can hold too.
+TEST_F(CliBadInputTest, JsonNestedTooDeepAndHugeBudgets) {
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  expect_refused("run --workload core --opt 'ops=" + nested(traces::kMaxOptionDepth + 1) + "'",
+                 "--opt ops: JSON nested deeper than " + std::to_string(traces::kMaxOptionDepth) + " levels");
+  testing::write_text(dir_.file("deep.json"), "{\"type\":\"seed\",\"x\":" + nested(1'000'000) + "}\n");
+  expect_refused("merge " + file("deep.json"), "deep.json:1: JSON nested deeper than");
+  for (const char* budget : {"1e300", "inf"}) expect_refused("shrink " + file("notes.json") + " --budget " + budget, "--budget must be at most");
 }
 
 TEST_F(CliBadInputTest, Shards) {

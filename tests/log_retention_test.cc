@@ -205,7 +205,7 @@ TEST(LogTrim, StopsWhenAPassDeletesFewerRowsThanItsRange) {
   });
   // Range [0, 1] deleted only offset 0 (1 < 2): trim returns after that pass though 2 records remain.
   EXPECT_EQ(out, (json{1, json{0, 2, 4}}));
-  EXPECT_EQ(cold->writes, (json{json{0, 1, 2}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 1, 2}}));
 }
 
 TEST(LogTrim, ConcurrentCallsAreSerialized) {
@@ -225,7 +225,7 @@ TEST(LogTrim, ConcurrentCallsAreSerialized) {
     co_return json{removed, cold->maxInFlight};
   });
   EXPECT_EQ(out, (json{json{3, 0}, 1}));
-  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
   EXPECT_EQ(out, (json{3}));
   // While cold.write ran: intent [0, 2] stored, all records still hot, no segment yet.
   EXPECT_EQ(*during, (json{"0-2", 5, 0}));
-  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}}));
   const SqlRow seg = rig.runtime.world().stores().live(durasim::sim::object_label(kLogClass, "a"), "SELECT * FROM durability_log_segments").one();
   EXPECT_EQ(seg.int64("first_offset"), 0);
   EXPECT_EQ(seg.int64("last_offset"), 2);
@@ -292,7 +292,7 @@ TEST(LogCold, FailureAfterColdWriteKeepsIntentAndRewritesTheSameRange) {
     co_return json{removed, boundsJson(b)};
   });
   // The retry writes exactly [0, 2] again (from the intent), then trims the rest in a new pass.
-  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}, json{0, 2, 3}, json{3, 5, 3}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}, json{0, 2, 3}, json{3, 5, 3}}));
   EXPECT_EQ(second, (json{6, json{0, 6, 8}}));
   EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_flush"), 0);
   EXPECT_EQ(rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"), 2);
@@ -318,7 +318,7 @@ TEST(LogCold, EmptyLocatorThrowsTypeErrorAndKeepsTheIntent) {
     co_return json{error, hot, intent, removed};
   });
   EXPECT_EQ(out, (json{json{"TypeError", "Cold storage must return a non-empty locator"}, 3, 1, 2}));
-  EXPECT_EQ(cold->writes, (json{json{0, 1, 2}, json{0, 1, 2}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 1, 2}, json{0, 1, 2}}));
 }
 
 TEST(LogCold, ReadsOfFlushedOffsetsRehydrateFromTheSegment) {
@@ -489,7 +489,7 @@ TEST(LogColdIntent, TrimWithoutColdDropsAPendingFlushIntent) {
   });
   EXPECT_EQ(out, (json{1, 3, 0, json{3, 4, 6}, json{json{3, 3}, json{4, 5}}}));
   // No empty segment was written: the failed [0, 2], then the fresh range from the hot offset.
-  EXPECT_EQ(cold->writes, (json{json{0, 2, 3}, json{3, 3, 1}}));
+  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}, json{3, 3, 1}}));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Trace files (traces/trace_file.h): a real run's trace survives write/load unchanged (seed, config,
 // choices, events, checkpoints, hash), and the loader rejects every defect with a TraceError that
-// names the line: empty, non-JSON, wrong format or version, truncated, edited, bad checkpoint or choice.
+// names the line: empty, non-JSON, nested too deep, wrong format or version, truncated, edited, bad
+// checkpoint or choice.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -319,6 +320,30 @@ TEST_F(TraceFileTest, RejectsTextAfterTheEndRecord) {
   const std::string message = rejection(join_lines(lines));
   EXPECT_TRUE(contains(message, line_ref(static_cast<int>(lines.size()) - 1))) << message;
   EXPECT_TRUE(contains(message, "after the end record")) << message;
+}
+
+// JSON nested a million levels deep (an edited or hostile file) is refused by line, not followed
+// off the end of the stack by the code that copies and prints it; the header's workload options may
+// nest kMaxOptionDepth levels, and a trace holding them loads.
+TEST_F(TraceFileTest, RejectsJsonNestedTooDeep) {
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  std::vector<std::string> lines = big_lines();
+  const int event = find_line(lines, "{\"ev\"");
+  ASSERT_GE(event, 0);
+  lines.insert(lines.begin() + event, R"({"ev":"x","t":0,"deep":)" + nested(1'000'000) + "}");
+  std::string message = rejection(join_lines(lines));
+  EXPECT_TRUE(contains(message, line_ref(event))) << message;
+  EXPECT_TRUE(contains(message, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels")) << message;
+
+  lines = big_lines();
+  auto header = nlohmann::json::parse(lines[0]);
+  header["config"]["options"]["deep"] = nlohmann::json::parse(nested(kMaxOptionDepth));
+  lines[0] = canonical_line(header);
+  EXPECT_EQ(parse_trace(join_lines(lines), "deep.trace").config["options"]["deep"], header["config"]["options"]["deep"]);
+  header["config"]["options"]["deep"] = nlohmann::json::parse(nested(kMaxOptionDepth + 1));
+  lines[0] = canonical_line(header);
+  message = rejection(join_lines(lines));
+  EXPECT_TRUE(contains(message, "line 1: JSON nested deeper than")) << message;
 }
 
 // The trace hash folds each event's binary encoding and the loader folds the parsed lines again, so

@@ -31,7 +31,12 @@ class Reader {
   void line(const std::string& raw) {
     ++number_;
     if (done_) fail("text after the end record");
-    nlohmann::json j = nlohmann::json::parse(raw, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j;
+    try {
+      j = parse_bounded_json(raw);
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
+    }
     if (j.is_discarded()) fail("not valid JSON");
     if (!j.is_object()) fail("expected a JSON object");
     if (number_ == 1) return header(j);
@@ -133,6 +138,19 @@ class Reader {
 };
 
 }  // namespace
+
+nlohmann::json parse_bounded_json(const std::string& text, int max_depth) {
+  using Event = nlohmann::json::parse_event_t;
+  bool too_deep = false;
+  // Past the bound every value is discarded as it is read, so nothing deep is ever built.
+  const auto keep = [&](int depth, Event event, const nlohmann::json&) {
+    if (depth >= max_depth && (event == Event::object_start || event == Event::array_start)) too_deep = true;
+    return !too_deep;
+  };
+  nlohmann::json j = nlohmann::json::parse(text, keep, /*allow_exceptions=*/false);
+  if (too_deep) throw std::invalid_argument("JSON nested deeper than " + std::to_string(max_depth) + " levels");
+  return j;
+}
 
 void write_trace(const std::string& path, const TraceFile& trace) {
   const std::string temporary = path + ".partial";

@@ -27,6 +27,21 @@ namespace durasim::traces {
 // 5: fault episodes join the swarm profile, and a workload's profile draws only the faults it hosts.
 inline constexpr int64_t kTraceFormatVersion = 5;
 
+// Arrays and objects nest at most this deep in a trace line (recorded events nest four levels, a
+// header's workload options a few more). Deeper input is refused before it is built: the code that
+// copies, prints and hashes JSON (nlohmann::json, fold_event) recurses once per level, and a line
+// nested a million levels deep would run it off the end of the stack.
+inline constexpr int kMaxJsonDepth = 64;
+// A workload option's value sits three levels down in the header line, {"config":{"options":{"KEY":
+// VALUE}}}: this deep it fits.
+inline constexpr int kMaxOptionDepth = kMaxJsonDepth - 3;
+
+// `text` as JSON, or a discarded value (is_discarded()) when it is not JSON, as
+// nlohmann::json::parse(text, nullptr, false). Throws std::invalid_argument when arrays and objects
+// nest deeper than `max_depth` levels. For every JSON text a user hands durasim: trace lines,
+// workload options, result files.
+nlohmann::json parse_bounded_json(const std::string& text, int max_depth = kMaxJsonDepth);
+
 // A trace that cannot be read: the message says where and why, in one line.
 class TraceError : public std::runtime_error {
  public:
