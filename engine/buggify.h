@@ -3,7 +3,8 @@
 // buggify hook says so (ObjectContext::buggify; in a campaign faults/buggify.h decides, per run and
 // per call, and never after heal). Every path taken here is one the spec allows at any time: another
 // turn of the event loop before a step, so that whatever else is ready (a call, a timer, another
-// pass, a reset) runs in between. A site that fires may only expose engine bugs, never excuse them.
+// pass, a reset) runs in between, or a call that starts later than it arrived (a busy object). A
+// site that fires may only expose engine bugs, never excuse them.
 // (An early timer that wakes before its due time is not such a path: SCH-06 forbids it.) kSites
 // lists them all, so a campaign can say which never fired.
 #pragma once
@@ -22,9 +23,12 @@ inline constexpr std::string_view kSchedulerYieldBeforeRefresh = "scheduler.refr
 inline constexpr std::string_view kSchedulerYieldBeforeReschedule = "scheduler.alarm.yield_before_reschedule";
 // Named alarms: another turn between reading a due row and running its attempt.
 inline constexpr std::string_view kAlarmsYieldBeforeAttempt = "alarms.run.yield_before_attempt";
-// Log: another turn before an append's transaction and before a lease settlement's.
+// Log: another turn before an append's transaction and before a lease settlement's; a lease call
+// that starts at the exact deadline of the consumer's earliest active lease (log.md 7: `expires_at <=
+// now` makes it reclaimable at that very millisecond), so the boundary is reached, not only passed.
 inline constexpr std::string_view kLogYieldBeforeAppend = "log.append.yield_before_commit";
 inline constexpr std::string_view kLeasesYieldBeforeSettle = "log.lease.yield_before_settle";
+inline constexpr std::string_view kLeasesWaitForExpiry = "log.lease.wait_for_expiry";
 // Fanout: another turn before a pass claims its batch, and before a settlement commits.
 inline constexpr std::string_view kFanoutYieldBeforeClaim = "fanout.pass.yield_before_claim";
 inline constexpr std::string_view kFanoutYieldBeforeSettle = "fanout.settle.yield_before_commit";
@@ -41,10 +45,11 @@ inline constexpr std::string_view kEventsReleaseYieldBeforeCas = "events.release
 inline constexpr std::string_view kEventsYieldBetweenSteps = "events.variant.yield_between_steps";
 
 inline constexpr std::array kSites = {
-    kSchedulerYieldBeforeRefresh, kSchedulerYieldBeforeReschedule,      kAlarmsYieldBeforeAttempt, kLogYieldBeforeAppend,
-    kLeasesYieldBeforeSettle,     kFanoutYieldBeforeClaim,  kFanoutYieldBeforeSettle,  kOutboxYieldBeforeClaim,
-    kOutboxYieldBeforeSettle,     kEventsYieldAfterPage,    kEventsYieldBeforeAck,     kEventsYieldBeforeFailure,
-    kEventsReleaseYieldBeforeCas, kEventsYieldBetweenSteps,
+    kSchedulerYieldBeforeRefresh, kSchedulerYieldBeforeReschedule, kAlarmsYieldBeforeAttempt,
+    kLogYieldBeforeAppend,        kLeasesYieldBeforeSettle,        kLeasesWaitForExpiry,
+    kFanoutYieldBeforeClaim,      kFanoutYieldBeforeSettle,        kOutboxYieldBeforeClaim,
+    kOutboxYieldBeforeSettle,     kEventsYieldAfterPage,           kEventsYieldBeforeAck,
+    kEventsYieldBeforeFailure,    kEventsReleaseYieldBeforeCas,    kEventsYieldBetweenSteps,
 };
 
 // The sites that only research variants reach (a campaign without them cannot fire them).

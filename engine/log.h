@@ -196,6 +196,7 @@ class DurabilityLog {
   void dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now);
   Task<void> releaseUnreadable(LogLease lease, int64_t missing);
   Task<void> skipPoisoned(LogLease lease);
+  Task<void> waitForEarliestExpiry(const std::string& consumer);
   Task<void> settle(std::string how, std::string consumer, std::string batchId);
   bool markSettled(StorageTxn& txn, bool ack, const std::string& consumer, const std::string& batchId);
   // The lease variants' own steps (log_lease_variants.cc).

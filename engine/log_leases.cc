@@ -204,6 +204,8 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
   requireLeases("lease", consumer);
   if (limit && *limit <= 0) throw RangeError("limit must be a positive integer");
   const int64_t size = std::min(limit.value_or(options_.maxBatchSize), options_.maxBatchSize);
+  Task<void> waiting = waitForEarliestExpiry(consumer);
+  co_await waiting;
   const int64_t now = ctx_.clock.now();
   std::optional<Grant> grant =
       co_await ctx_.storage.transaction([&](StorageTxn& txn) { return grantLease(txn, consumer, size, now); });
@@ -229,6 +231,25 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
   log_detail::describeRecords(fields, lease.records);
   ctx_.probe(log_events::kLease, std::move(fields));
   co_return lease;
+}
+
+// Buggify (engine/buggify.h): the call starts at the exact deadline of the consumer's earliest active
+// lease, which is then reclaimable (expires_at <= now). What is read here only times the wait; the
+// grant reads the table afresh.
+Task<void> DurabilityLog::waitForEarliestExpiry(const std::string& consumer) {
+  if (!buggify::fires(ctx_, buggify::kLeasesWaitForExpiry)) co_return;
+  const int64_t now = ctx_.clock.now();
+  const std::optional<int64_t> deadline = co_await ctx_.storage.transaction([&](StorageTxn& txn) {
+    return txn
+        .exec("SELECT MIN(expires_at) AS at FROM " DURASIM_LOG_LEASES " WHERE consumer = ? AND state = 'active'"
+              " AND expires_at > ?",
+              consumer, now)
+        .one()
+        .optInt64("at");
+  });
+  if (!deadline) co_return;
+  Task<void> sleeping = ctx_.clock.sleepUntil(*deadline);
+  co_await sleeping;
 }
 
 // log.md 7.1 step 4 (H6): the skip commits before onPoison runs; a throwing callback is logged.

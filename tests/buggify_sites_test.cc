@@ -46,7 +46,7 @@ TEST_P(BuggifySites, FireInSomeSeedAndTheSeedsPass) {
 namespace b = buggify;
 const Host kHosts[] = {
     {"alarms", {b::kSchedulerYieldBeforeRefresh, b::kSchedulerYieldBeforeReschedule, b::kAlarmsYieldBeforeAttempt}},
-    {"log", {b::kLogYieldBeforeAppend, b::kLeasesYieldBeforeSettle}},
+    {"log", {b::kLogYieldBeforeAppend, b::kLeasesYieldBeforeSettle, b::kLeasesWaitForExpiry}},
     {"fanout", {b::kFanoutYieldBeforeClaim, b::kFanoutYieldBeforeSettle}},
     {"outbox", {b::kOutboxYieldBeforeClaim, b::kOutboxYieldBeforeSettle}},
     {"events", {b::kEventsYieldAfterPage, b::kEventsYieldBeforeAck, b::kEventsYieldBeforeFailure, b::kEventsReleaseYieldBeforeCas}},

@@ -1,6 +1,6 @@
 // DurabilityLog leases (log.md 7; hazards H4-H8) on the simulated runtime: the opt-in and argument
 // errors, fresh leases from max(oldest, cursor, allocation) bounded by maxParallelism, reclaim with a
-// fresh batch id and attempt + 1 (fencing the old id), ack/nack settling only active leases of the
+// fresh batch id and attempt + 1 (fencing the old id; also at the lease's exact deadline), ack/nack settling only active leases of the
 // named consumer, the contiguous cursor walk, poison skips made durable before onPoison, gap rows for
 // offsets trimmed before anyone leased them, truncation of a leased range surfacing once, rehydrated
 // and unreadable lease records (and records a trim flushes while the bounds commit awaits its
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/buggify.h"
 #include "engine/errors.h"
 #include "engine/log.h"
 #include "engine/runtime_errors.h"
@@ -245,6 +246,25 @@ TEST(LogLeaseSettle, ExpiredLeaseIsReclaimedFirstEvenAtMaxParallelism) {
     co_return json{held, reclaimed, stale};
   });
   EXPECT_EQ(out, (json{"none", json{0, 1, 2}, "LogLeaseError"}));
+}
+
+// The buggify site log.lease.wait_for_expiry: a lease call that starts at the exact deadline of the
+// consumer's earliest active lease reclaims it at that millisecond (expires_at <= now).
+TEST(LogLeaseSettle, ALeaseIsReclaimableAtItsExactDeadline) {
+  LogRig rig;
+  rig.env.options = leased();
+  rig.env.options.leases->leaseMs = 1'000;
+  rig.runtime.set_buggify([](std::string_view site) { return site == buggify::kLeasesWaitForExpiry; });
+  const json out = rig.run([](LogHost& h) -> Task<json> {
+    co_await appendN(h, 4);
+    Task<std::optional<LogLease>> granting = h.log.lease(kC);
+    const std::optional<LogLease> first = co_await granting;
+    Task<std::optional<LogLease>> reclaiming = h.log.lease(kC);
+    const std::optional<LogLease> second = co_await reclaiming;
+    if (!first || !second) co_return json("none");
+    co_return json{second->firstOffset, second->attempt, second->expiresAt - first->expiresAt};
+  });
+  EXPECT_EQ(out, (json{0, 2, 1'000}));
 }
 
 TEST(LogLeaseSettle, AnExpiredLeaseNobodyReclaimedCanStillBeAcked) {
