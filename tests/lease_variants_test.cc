@@ -157,7 +157,7 @@ json leaseAboveATrimmedStart(bool on) {
 
 TEST(LeaseVariants, AdvanceFromZeroLeavesTrimmedOffsetsUncoveredAndTheCursorStuck) {
   EXPECT_EQ(leaseAboveATrimmedStart(false), (json{json{3, 4, 1}, 3, "ok", 5, json::array()}));
-  EXPECT_EQ(leaseAboveATrimmedStart(true), (json{json{3, 4, 1}, nullptr, "ok", nullptr, json{json{3, 4, "acked", 1}}}));
+  EXPECT_EQ(leaseAboveATrimmedStart(true), (json{json{3, 4, 1}, nullptr, "ok", nullptr, json::array({json{3, 4, "acked", 1}})}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ json gapRowThenCursor(bool on) {
 }
 
 TEST(LeaseVariants, SkipWithoutAdvanceLeavesTheCursorBelowAGapRow) {
-  EXPECT_EQ(gapRowThenCursor(false), (json{json{3, 4, 1}, 3, json{json{3, 4, "active", 1}}}));
+  EXPECT_EQ(gapRowThenCursor(false), (json{json{3, 4, 1}, 3, json::array({json{3, 4, "active", 1}})}));
   EXPECT_EQ(gapRowThenCursor(true), (json{json{3, 4, 1}, nullptr, json{json{0, 2, "skipped", 0}, json{3, 4, "active", 1}}}));
 }
 
@@ -238,7 +238,7 @@ json readDuringAnAck(bool on) {
 
 TEST(LeaseVariants, AckInThreeUnitsShowsAnAckedRowBelowAnUnmovedCursor) {
   EXPECT_EQ(readDuringAnAck(false), (json{json{"ok", json{2, json::array()}}, 1, json{2, json::array()}}));
-  EXPECT_EQ(readDuringAnAck(true), (json{json{"ok", json{nullptr, json{json{0, 1, "acked", 1}}}}, 3, json{2, json::array()}}));
+  EXPECT_EQ(readDuringAnAck(true), (json{json{"ok", json{nullptr, json::array({json{0, 1, "acked", 1}})}}, 3, json{2, json::array()}}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ json reclaimATrimmedRange(bool on) {
 TEST(LeaseVariants, TruncationBlocksThrowsOnEveryReclaimAndNeverSkips) {
   EXPECT_EQ(reclaimATrimmedRange(false), (json{json{"LogTruncatedError", 0, 3}, json::array(), json{3, 3, 1}}));
   EXPECT_EQ(reclaimATrimmedRange(true),
-            (json{json{"LogTruncatedError", 0, 3}, json{json{0, 1, "active", 2}}, json{"LogTruncatedError", 0, 3}}));
+            (json{json{"LogTruncatedError", 0, 3}, json::array({json{0, 1, "active", 2}}), json{"LogTruncatedError", 0, 3}}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,8 +288,8 @@ json ackUnderAnotherName(bool on) {
 }
 
 TEST(LeaseVariants, SettleIgnoresConsumerLetsAnotherNameAckTheLease) {
-  EXPECT_EQ(ackUnderAnotherName(false), (json{"LogLeaseError", json{json{0, 1, "active", 1}}, nullptr}));
-  EXPECT_EQ(ackUnderAnotherName(true), (json{"ok", json{json{0, 1, "acked", 1}}, nullptr}));
+  EXPECT_EQ(ackUnderAnotherName(false), (json{"LogLeaseError", json::array({json{0, 1, "active", 1}}), nullptr}));
+  EXPECT_EQ(ackUnderAnotherName(true), (json{"ok", json::array({json{0, 1, "acked", 1}}), nullptr}));
 }
 
 }  // namespace

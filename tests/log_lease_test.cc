@@ -211,7 +211,7 @@ TEST(LogLeaseSettle, AnotherConsumersNameCannotSettleAndChangesNothing) {
     json own = co_await settleOf(h, true, kC, ids[0]);
     co_return json{ack, nack, rows, cursorD, own};
   });
-  EXPECT_EQ(out, (json{"LogLeaseError", "LogLeaseError", json{json{0, 1, "active", 1}}, nullptr, "ok"}));
+  EXPECT_EQ(out, (json{"LogLeaseError", "LogLeaseError", json::array({json{0, 1, "active", 1}}), nullptr, "ok"}));
 }
 
 TEST(LogLeaseSettle, NackMakesTheRangeReclaimableWithAFreshIdAndFencesTheOldOne) {
@@ -386,7 +386,7 @@ TEST(LogLeaseTrim, OffsetsTrimmedBeforeAnyLeaseAreSkippedAndTheCursorPassesThem)
     json rows = co_await rowsOf(h, kC);
     co_return json{lease, cursor, rows};
   });
-  EXPECT_EQ(out, (json{json{3, 4, 1}, 3, json{json{3, 4, "active", 1}}}));
+  EXPECT_EQ(out, (json{json{3, 4, 1}, 3, json::array({json{3, 4, "active", 1}})}));
 }
 
 TEST(LogLeaseTrim, AFullyTrimmedLogStillMovesTheCursorToNextOffset) {
@@ -512,7 +512,7 @@ TEST(LogLeaseCold, AnUnreadableOffsetReleasesTheLeaseAndThrows) {
     json repaired = co_await leaseOf(h, kC);
     co_return json{lost, rows, repaired};
   });
-  EXPECT_EQ(out, (json{json{"LogTruncatedError", 0, 3}, json{json{0, 2, "pending", 0}}, json{0, 2, 1}}));
+  EXPECT_EQ(out, (json{json{"LogTruncatedError", 0, 3}, json::array({json{0, 2, "pending", 0}}), json{0, 2, 1}}));
 }
 
 // A trim whose cold write completes while loadLeaseRecords waits for its bounds transaction to be
@@ -580,7 +580,7 @@ TEST(LogLeaseCold, ATrimDuringTheBoundsConfirmationDoesNotMakeFlushedRecordsLook
   EXPECT_GE(trim->value.get<int64_t>(), 3);
   EXPECT_EQ(lease->value, (json{0, 1, 1}));
   const json rows = rig.run([](LogHost& h) -> Task<json> { co_return co_await rowsOf(h, kC); });
-  EXPECT_EQ(rows, (json{json{0, 1, "active", 1}}));
+  EXPECT_EQ(rows, (json::array({json{0, 1, "active", 1}})));
 }
 
 // ---------------------------------------------------------------------------------------------

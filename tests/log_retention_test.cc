@@ -205,7 +205,7 @@ TEST(LogTrim, StopsWhenAPassDeletesFewerRowsThanItsRange) {
   });
   // Range [0, 1] deleted only offset 0 (1 < 2): trim returns after that pass though 2 records remain.
   EXPECT_EQ(out, (json{1, json{0, 2, 4}}));
-  EXPECT_EQ(json(cold->writes), (json{json{0, 1, 2}}));
+  EXPECT_EQ(json(cold->writes), (json::array({json{0, 1, 2}})));
 }
 
 TEST(LogTrim, ConcurrentCallsAreSerialized) {
@@ -225,7 +225,7 @@ TEST(LogTrim, ConcurrentCallsAreSerialized) {
     co_return json{removed, cold->maxInFlight};
   });
   EXPECT_EQ(out, (json{json{3, 0}, 1}));
-  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}}));
+  EXPECT_EQ(json(cold->writes), (json::array({json{0, 2, 3}})));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ TEST(LogCold, FlushWritesIntentThenColdThenSegmentAndDeletionTogether) {
   EXPECT_EQ(out, (json{3}));
   // While cold.write ran: intent [0, 2] stored, all records still hot, no segment yet.
   EXPECT_EQ(*during, (json{"0-2", 5, 0}));
-  EXPECT_EQ(json(cold->writes), (json{json{0, 2, 3}}));
+  EXPECT_EQ(json(cold->writes), (json::array({json{0, 2, 3}})));
   const SqlRow seg = rig.runtime.world().stores().live(durasim::sim::object_label(kLogClass, "a"), "SELECT * FROM durability_log_segments").one();
   EXPECT_EQ(seg.int64("first_offset"), 0);
   EXPECT_EQ(seg.int64("last_offset"), 2);
