@@ -11,7 +11,7 @@ namespace {
 constexpr char kDefaultName[] = "Error";
 constexpr char kUnknownMessage[] = "Unknown thrown value";
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string inQuotes(const std::string& s) { return "\"" + s + "\""; }
 
 ErrorInfo normalized(std::string name, std::string message) {
   if (name.empty()) name = kDefaultName;
@@ -32,7 +32,7 @@ std::string nameOf(const E& e) noexcept {
 }  // namespace
 
 DurableAlarmTimeoutError::DurableAlarmTimeoutError(std::string name, int64_t ms)
-    : DurabilityError("Durable alarm " + quoted(name) + " timed out after " + std::to_string(ms) + "ms"),
+    : DurabilityError("Durable alarm " + inQuotes(name) + " timed out after " + std::to_string(ms) + "ms"),
       alarmName_(std::move(name)),
       timeoutMs_(ms) {}
 
@@ -42,19 +42,19 @@ DurableRetryPolicyError::DurableRetryPolicyError(std::string label, std::excepti
       cause_(std::move(cause)) {}
 
 DurableAttemptsExhaustedError::DurableAttemptsExhaustedError(std::string name, int64_t max)
-    : DurabilityError("Durable alarm " + quoted(name) + " exhausted its " + std::to_string(max) + " attempts"),
+    : DurabilityError("Durable alarm " + inQuotes(name) + " exhausted its " + std::to_string(max) + " attempts"),
       alarmName_(std::move(name)),
       maxAttempts_(max) {}
 
 FanoutSettlementError::FanoutSettlementError(const std::string& id, const std::optional<std::string>& outcome)
-    : DurabilityError("Fanout delivery " + quoted(id) + (outcome ? " was already settled as " + quoted(*outcome) : " is stale")),
+    : DurabilityError("Fanout delivery " + inQuotes(id) + (outcome ? " was already settled as " + inQuotes(*outcome) : " is stale")),
       outcome_(outcome) {}
 
 FanoutTimeoutError::FanoutTimeoutError(int64_t ms)
     : DurabilityError("Fanout delivery timed out after " + std::to_string(ms) + "ms"), timeoutMs_(ms) {}
 
 OutboxSettlementError::OutboxSettlementError(const std::string& key, int64_t version)
-    : DurabilityError("Outbox entry " + quoted(key) + " version " + std::to_string(version) + " can no longer be marked for retry") {}
+    : DurabilityError("Outbox entry " + inQuotes(key) + " version " + std::to_string(version) + " can no longer be marked for retry") {}
 
 OutboxPublishTimeoutError::OutboxPublishTimeoutError(int64_t ms)
     : DurabilityError("Outbox publish timed out after " + std::to_string(ms) + "ms") {}
