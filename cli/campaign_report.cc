@@ -23,6 +23,12 @@ std::vector<std::string> known_sites(const workloads::RunConfig& config) {
   return sites;
 }
 
+void print_names(std::ostream& out, const char* label, const std::vector<std::string>& names) {
+  out << label << (names.empty() ? "none" : "");
+  for (std::size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  out << "\n";
+}
+
 std::string range_text(const SeedSlice& seeds) {
   std::string text = std::to_string(seeds.first);
   text += "..";
@@ -93,20 +99,23 @@ int CampaignReport::finish(const CampaignTiming& timing, std::ostream& err) {
   while (summarised_ < totals_.size()) print_summary(summarised_++);
   uint64_t seeds = 0, passed = 0;
   sim::Tallies tallies;
+  faults::FaultCampaign faults;
   faults::BuggifyCampaign buggify;
   for (const Totals& t : totals_) {
     seeds += t.seeds;
     passed += t.passed;
     tallies.merge(t.tallies);
+    faults.merge(t.faults);
     buggify.merge(t.buggify);
   }
   std::ostream& out = sinks_.out;
-  // Over several workloads, the sites no workload fired (one workload's summary named its own).
+  // Over several workloads, the fault kinds and sites no workload fired (a workload's summary named
+  // its own misses, some of which another workload fires).
   if (campaign_.configs.size() > 1 && campaign_.configs.front().faults != "none") {
-    const std::vector<std::string> never = buggify.never_fired(known_sites(campaign_.configs.front()));
-    out << "buggify sites that fired in no workload: " << (never.empty() ? "none" : "");
-    for (std::size_t i = 0; i < never.size(); ++i) out << (i ? ", " : "") << never[i];
-    out << "\n";
+    std::vector<std::string> kinds;
+    for (sim::FaultKind kind : faults.false_greens()) kinds.emplace_back(sim::fault_name(kind));
+    print_names(out, "fault kinds enabled in some workload that fired in none: ", kinds);
+    print_names(out, "buggify sites that fired in no workload: ", buggify.never_fired(known_sites(campaign_.configs.front())));
   }
   const double wall = timing.wall_s > 0 ? timing.wall_s : 1e-9;
   if (timing.merged_files > 0) {

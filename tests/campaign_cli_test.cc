@@ -2,9 +2,11 @@
 // workload; --jobs 2 prints and writes the same results as --jobs 1; shards 0/4 .. 3/4 merged by
 // `durasim merge` give the same summaries, totals, records and JUnit report as one run; --junit
 // writes XML that Python's parser reads with the counts of the run; a failing seed's trace is saved and replays to its violation;
-// the progress bar shows on a terminal only.
+// the progress bar shows on a terminal only; the campaign names the fault kinds and buggify sites no
+// workload fired, as its records show them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/buggify.h"
 #include "tests/test_files.h"
 #include "workloads/workload.h"
 
@@ -44,6 +47,67 @@ std::vector<nlohmann::json> records(const std::string& path) {
     out.push_back(record);
   }
   return out;
+}
+
+const std::string kMissedKinds = "fault kinds enabled in some workload that fired in none: ";
+const std::string kMissedSites = "buggify sites that fired in no workload: ";
+
+// The names a report line starting with `prefix` lists, each without its " (...)" remark.
+std::set<std::string> listed(const std::string& out, const std::string& prefix) {
+  std::set<std::string> names;
+  for (const std::string& line : split_lines(out)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::string rest = line.substr(prefix.size());
+    if (rest == "none") return names;
+    for (std::size_t at = 0; at <= rest.size();) {
+      const std::size_t comma = std::min(rest.find(", ", at), rest.size());
+      const std::string item = rest.substr(at, comma - at);
+      names.insert(item.substr(0, item.find(" (")));
+      at = comma + 2;
+    }
+    return names;
+  }
+  names.insert("(no line starting \"" + prefix + "\")");
+  return names;
+}
+
+// From the seed records of a --json file, the names under `key` ("faults" or "buggify": name ->
+// [enabled, opportunities or calls, firings]) that some seed enables and those some seed fires.
+struct EnabledAndFired {
+  std::set<std::string> enabled, fired;
+};
+EnabledAndFired enabled_and_fired(const std::string& path, const std::string& key) {
+  EnabledAndFired out;
+  for (const std::string& line : split_lines(read_text(path))) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record.at("type") != "seed") continue;
+    for (const auto& [name, counts] : record.at(key).items()) {
+      if (counts.at(0).get<int>() != 0) out.enabled.insert(name);
+      if (counts.at(2).get<int>() != 0) out.fired.insert(name);
+    }
+  }
+  return out;
+}
+
+// The fault kinds some workload enabled and none fired; latencies delay rather than fire.
+std::set<std::string> missed_kinds(const std::string& path) {
+  const EnabledAndFired kinds = enabled_and_fired(path, "faults");
+  std::set<std::string> missed;
+  for (const std::string& name : kinds.enabled)
+    if (!kinds.fired.contains(name) && !name.ends_with(".latency")) missed.insert(name);
+  return missed;
+}
+
+// The engine's sites (but those of research variants) that no workload fired.
+std::set<std::string> missed_sites(const std::string& path) {
+  const EnabledAndFired sites = enabled_and_fired(path, "buggify");
+  std::set<std::string> missed;
+  for (std::string_view site : buggify::kSites) {
+    const std::string name(site);
+    const bool variantOnly = std::find(buggify::kVariantOnlySites.begin(), buggify::kVariantOnlySites.end(), site) != buggify::kVariantOnlySites.end();
+    if (!variantOnly && !sites.fired.contains(name)) missed.insert(name);
+  }
+  return missed;
 }
 
 // Parses `xml` with Python's XML parser (independent of ours) and returns "tests failures cases
@@ -80,6 +144,11 @@ TEST_F(CampaignCliTest, EveryWorkloadRunsAndTwoJobsGiveTheResultsOfOne) {
   total += std::to_string(3 * registry.size());
   total += "/" + std::to_string(3 * registry.size()) + " seeds of " + std::to_string(registry.size()) + " workloads";
   EXPECT_EQ(split_lines(one.out).back(), total);
+
+  // Three seeds miss some of both; the report names exactly those its records show.
+  EXPECT_FALSE(missed_kinds(file("one.json")).empty());
+  EXPECT_EQ(listed(one.out, kMissedKinds), missed_kinds(file("one.json")));
+  EXPECT_EQ(listed(one.out, kMissedSites), missed_sites(file("one.json")));
 
   EXPECT_EQ(without_wall_time(two.out), without_wall_time(one.out));
   EXPECT_TRUE(contains(two.out, " on 2 jobs: ")) << two.out;
