@@ -104,6 +104,15 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   explain_cmd->add_option("--dot", explain_dot, "also write the region's happens-before graph to FILE (Graphviz DOT)");
   explain_cmd->add_option("--html", explain_html, "also write a self-contained HTML timeline to FILE");
 
+  if (args.size() > 1 && !args[1].starts_with("-")) {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands({})) {
+      known = known || command->check_name(args[1]);
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known) return UsageError{"durasim: unknown command '" + args[1] + "' (one of " + names + ")"};
+  }
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   try {

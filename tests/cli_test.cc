@@ -168,6 +168,12 @@ TEST_F(CliTest, MalformedSeedRangeIsBadInput) {
   EXPECT_EQ(durasim("run --seed 1 --seeds 0..2").code, 2);
 }
 
+TEST_F(CliTest, UnknownCommandIsBadInput) {
+  const Result r = durasim("frobnicate --seeds 0..1");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'frobnicate' (one of run, ")) << r.err;
+}
+
 TEST_F(CliTest, UnknownWorkloadIsBadInput) {
   const Result r = durasim("run --workload nope");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
