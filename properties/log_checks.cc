@@ -408,12 +408,18 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
 void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& e) {
   const std::vector<std::string> keys = strings(e, "keys");
   const std::vector<int64_t> offsets = ints(e, "offsets");
-  // The latest write of these keys in this incarnation (a write of dedup hits only commits nothing).
-  auto match = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return w.first == keys; });
+  // A write of these keys in this incarnation that gave these offsets and no reply has claimed yet
+  // (a write of dedup hits only commits nothing). Retries of one batch can be in flight together
+  // and get different offsets (a retry after retention trimmed a key gives it a new one), and a
+  // reply can wait at the output gate past a later retry's write: each reply claims a write of its
+  // own, so every reply has its write and no write answers twice.
+  const auto sameKeys = [&](const auto& w) { return w.first == keys; };
+  auto match = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return sameKeys(w) && w.second == offsets; });
   const bool found = match != s.appendWrites.rend();
-  tallies_.check("LOG-02", found && match->second == offsets, [&] {
+  tallies_.check("LOG-02", found, [&] {
+    const auto latest = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), sameKeys);
     return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + ", its write gave " +
-           (found ? json(match->second).dump() : std::string("nothing"));
+           (latest != s.appendWrites.rend() ? json(latest->second).dump() : std::string("nothing"));
   });
   if (found) s.appendWrites.erase(std::next(match).base());
 }

@@ -309,6 +309,25 @@ TEST(LogChecks, LostCommitMayReuseOffsetsButAcknowledgedOnesStay) {
   EXPECT_EQ(s.checks.tallies().violations(), 0u) << s.allExamples();
 }
 
+// Seed 308 of the log workload: a retry's reply waits at the output gate while retention trims the
+// batch's first key and a later retry gives that key a new offset; each reply is judged against its
+// own write, not the latest write of the same keys.
+TEST(LogChecks, RetriesOfOneBatchInFlightTogetherEachReturnTheirOwnWrite) {
+  Synth s;
+  s.options(false, json{{"maxAgeMs", nullptr}, {"maxRecords", 1}, {"maxBytes", nullptr}});
+  const std::vector<std::string> keys = {"a", "b"}, bodies = {"\"a\"", "\"b\""};
+  EXPECT_EQ(s.append(keys, bodies, false), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(s.append(keys, bodies, false), (std::vector<int64_t>{0, 1}));  // dedup hits: nothing new
+  s.trimDelete(1);
+  EXPECT_EQ(s.append(keys, bodies, false), (std::vector<int64_t>{2, 1}));  // a was trimmed: a new offset
+  for (const std::vector<int64_t>& offsets : {std::vector<int64_t>{0, 1}, {0, 1}, {2, 1}})
+    s.emit({{"ev", "log.append"}, {"keys", keys}, {"offsets", offsets}});
+  EXPECT_EQ(s.checks.tallies().violations(), 0u) << s.allExamples();
+  // A fourth reply has no write left to claim.
+  s.emit({{"ev", "log.append"}, {"keys", keys}, {"offsets", {0, 1}}});
+  EXPECT_EQ(s.violations("LOG-02"), 1u) << s.allExamples();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Each check fails on a mutated history
 
