@@ -101,8 +101,10 @@ void EventBusChecks::observe(std::string_view ev, const json& e) {
   const int64_t incarnation = num(e, "incarnation");
   Bus& b = bus(object, incarnation);
   const bool probe = ev.substr(0, ev::kPrefix.size()) == ev::kPrefix || ev.substr(0, 8) == "app.evt.";
-  // What a replaced incarnation still runs cannot reach storage (RT-08 judges that): not followed.
-  if (incarnation < b.incarnation) return;
+  // What an ended or replaced incarnation still runs (object.zombie) cannot reach storage (RT-08
+  // judges that): not followed. Its passes would end over writes its reset rolled back, its
+  // handlers receive events those writes had stored.
+  if (incarnation < b.incarnation || (incarnation == b.incarnation && b.ended)) return;
   if (ev != "log") {
     // EVT-43: a failure's log line comes right after its write.
     if (b.expectedLog && (probe || ev == "commit" || ev == "incarnation.end")) {
@@ -130,6 +132,7 @@ void EventBusChecks::observe(std::string_view ev, const json& e) {
     b.state.roll_back();
     b.unsure = false;
   }
+  if (ev == "incarnation.end") b.ended = true;
 }
 
 EventBusChecks::Bus& EventBusChecks::bus(const std::string& label, int64_t incarnation) {
@@ -137,6 +140,7 @@ EventBusChecks::Bus& EventBusChecks::bus(const std::string& label, int64_t incar
   if (incarnation > b.incarnation) {
     // A new incarnation: what the last one ran is gone with it.
     b.incarnation = incarnation;
+    b.ended = false;
     b.passes.clear();
     b.inFlight.clear();
     b.successes.clear();

@@ -114,6 +114,7 @@ class EventBusChecks final : public ObjectChecker {
   struct Bus {
     DurableState<Facts, Edit> state;
     int64_t incarnation = 0;
+    bool ended = false;  // `incarnation` ended: what it still runs is an object.zombie's, not followed
     int64_t offset = 0;
     std::map<int64_t, Pass> passes;                // pass -> state, live incarnation
     // This incarnation's handler calls not yet reported by the application, the successes it
