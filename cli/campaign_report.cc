@@ -109,13 +109,19 @@ int CampaignReport::finish(const CampaignTiming& timing, std::ostream& err) {
     buggify.merge(t.buggify);
   }
   std::ostream& out = sinks_.out;
-  // Over several workloads, the fault kinds and sites no workload fired (a workload's summary named
-  // its own misses, some of which another workload fires).
+  // Over several workloads, the fault kinds and sites no workload fired and the invariants no
+  // workload checked (a workload's summary named its own misses, some of which another covers).
   if (campaign_.configs.size() > 1 && campaign_.configs.front().faults != "none") {
     std::vector<std::string> kinds;
     for (sim::FaultKind kind : faults.false_greens()) kinds.emplace_back(sim::fault_name(kind));
     print_names(out, "fault kinds enabled in some workload that fired in none: ", kinds);
     print_names(out, "buggify sites that fired in no workload: ", buggify.never_fired(known_sites(campaign_.configs.front())));
+  }
+  if (campaign_.configs.size() > 1) {
+    std::vector<std::string> unchecked;
+    for (const auto& [id, tally] : tallies.by_id())
+      if (tally.checked == 0) unchecked.push_back(id);
+    print_names(out, "invariants checked in no workload: ", unchecked);
   }
   const double wall = timing.wall_s > 0 ? timing.wall_s : 1e-9;
   if (timing.merged_files > 0) {

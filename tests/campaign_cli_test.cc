@@ -3,7 +3,7 @@
 // `durasim merge` give the same summaries, totals, records and JUnit report as one run; --junit
 // writes XML that Python's parser reads with the counts of the run; a failing seed's trace is saved and replays to its violation;
 // the progress bar shows on a terminal only; the campaign names the fault kinds and buggify sites no
-// workload fired, as its records show them.
+// workload fired and the invariants none checked, as its records show them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +51,25 @@ std::vector<nlohmann::json> records(const std::string& path) {
 
 const std::string kMissedKinds = "fault kinds enabled in some workload that fired in none: ";
 const std::string kMissedSites = "buggify sites that fired in no workload: ";
+
+const std::string kUncheckedInvariants = "invariants checked in no workload: ";
+
+// The invariants some seed record lists (id -> [checked, violated]) and none checked.
+std::set<std::string> unchecked_invariants(const std::string& path) {
+  std::set<std::string> listed, checked;
+  for (const std::string& line : split_lines(read_text(path))) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record.at("type") != "seed") continue;
+    for (const auto& [id, counts] : record.at("invariants").items()) {
+      listed.insert(id);
+      if (counts.at(0).get<int>() != 0) checked.insert(id);
+    }
+  }
+  std::set<std::string> unchecked;
+  for (const std::string& id : listed)
+    if (!checked.contains(id)) unchecked.insert(id);
+  return unchecked;
+}
 
 // The names a report line starting with `prefix` lists, each without its " (...)" remark.
 std::set<std::string> listed(const std::string& out, const std::string& prefix) {
@@ -149,11 +168,22 @@ TEST_F(CampaignCliTest, EveryWorkloadRunsAndTwoJobsGiveTheResultsOfOne) {
   EXPECT_FALSE(missed_kinds(file("one.json")).empty());
   EXPECT_EQ(listed(one.out, kMissedKinds), missed_kinds(file("one.json")));
   EXPECT_EQ(listed(one.out, kMissedSites), missed_sites(file("one.json")));
+  EXPECT_EQ(listed(one.out, kUncheckedInvariants), unchecked_invariants(file("one.json")));
 
   EXPECT_EQ(without_wall_time(two.out), without_wall_time(one.out));
   EXPECT_TRUE(contains(two.out, " on 2 jobs: ")) << two.out;
   EXPECT_EQ(records(file("two.json")), records(file("one.json")));
   EXPECT_EQ(records(file("one.json")).size(), 3 * registry.size() + 1);
+}
+
+// Runs cut to a millisecond leave families unchecked (and fail on liveness): the campaign names
+// exactly the invariants no workload's records checked.
+TEST_F(CampaignCliTest, InvariantsNoWorkloadCheckedAreNamed) {
+  const ProcessResult r = durasim("run --seed 0 --faults none --safety-ms 1 --liveness-ms 1 --json '" + file("short.json") + "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::set<std::string> unchecked = unchecked_invariants(file("short.json"));
+  EXPECT_TRUE(unchecked.contains("LSE-13"));
+  EXPECT_EQ(listed(r.out, kUncheckedInvariants), unchecked);
 }
 
 TEST_F(CampaignCliTest, MergedShardsGiveTheTotalsOfOneRun) {
