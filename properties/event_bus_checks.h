@@ -153,7 +153,7 @@ class EventBusChecks final : public ObjectChecker {
   void onDurability(const std::string& label, Bus& bus, int64_t kept);
   void checkStored(const std::string& label, Bus& bus, const std::vector<Edit>& edits);
   void checkAcks(const std::string& label, Bus& bus);
-  void checkSlot(const std::string& label, const Facts& facts, const Slot& slot);
+  void checkSlot(const std::string& label, const Facts& facts, const Slot& slot, bool deadWritten);
   void checkAccounted(const std::string& label, const Facts& facts, const Slot& slot, const char* id);
   void checkWhole(const std::string& label, Bus& bus);
   void checkKeys(const std::string& label, const Facts& facts);

@@ -270,6 +270,30 @@ TEST(EventBusChecksStream, AQuarantineKeepingItsPendingEntryViolatesEvt21AndOneW
   EXPECT_EQ(rig.violations("EVT-21"), 1u);
 }
 
+// Events workload, arbitrary faults, seeds 235, 533, 615: a concurrent pass's call fails after the
+// quarantine, finds its attempt record changed, and adds the event to the pending index again (the
+// next pass erases it); a reset's durability decision drops that erase. The store then holds both,
+// which EVT-21 (about the quarantining transaction) allows.
+TEST(EventBusChecksStream, APendingEntryARacedFailureAddsAfterTheQuarantineIsNoEvt21Violation) {
+  StreamRig rig;
+  const int64_t seq = rig.emit("e1");
+  rig.commit();
+  const json dead = {{"error", "x"}, {"attempts", 1}, {"at", 1'000}, {"seq", seq}};
+  rig.put(StreamRig::keys().dead("e1"), dead);
+  rig.of(std::string(ev::kQuarantineWrite), {{"pass", 1}, {"id", "e1"}, {"seq", seq}, {"dead", dead}, {"replaced", false}});
+  rig.of(std::string(ev::kFailureWrite), {{"pass", 1}, {"id", "e1"}, {"seq", seq}, {"outcome", "quarantined"}, {"n", 1}, {"delayMs", 0},
+                                          {"expected", nullptr}, {"attempts", {{"firstAt", 1'000}, {"n", 1}, {"nextAt", 1'000}}}, {"error", "x"},
+                                          {"pending", "erase"}});
+  rig.commit();
+  EXPECT_GT(rig.checked("EVT-21"), 0u);
+  rig.pend("e1", seq);
+  rig.of(std::string(ev::kFailureWrite), {{"pass", 2}, {"id", "e1"}, {"seq", seq}, {"outcome", "attemptRaced"}, {"n", 1}, {"delayMs", 0},
+                                          {"expected", nullptr}, {"attempts", nullptr}, {"error", "x"}, {"pending", "add"}});
+  rig.commit();
+  rig.checks().record({{"ev", "durability"}, {"t", 2'000}, {"object", "Bus/b0"}, {"incarnation", 1}, {"kept", 2}, {"unconfirmed", 2}});
+  EXPECT_EQ(rig.violations("EVT-21"), 0u);
+}
+
 TEST(EventBusChecksStream, AFailureWithoutItsLogLineViolatesEvt43) {
   StreamRig rig;
   const int64_t seq = rig.emit("e1");
