@@ -108,6 +108,7 @@ void FanoutChecks::observe(std::string_view ev, const json& e) {
     // A failed statement rolls back its savepoint without a trace event: the writes noted so far
     // may not have happened, so the commit checks them against the store (validated()).
     if (text(e, "fault") == "storage.statement_error") inc.commits.statement_failed();
+    if (text(e, "fault") == "clock.incarnation_offset") inc.clockOffset = num(e.at("details"), "offset");
     return;
   }
   if (ev == "commit") return onCommit(e);
@@ -342,7 +343,7 @@ void FanoutChecks::checkDedup(const json& e, IncarnationState& inc) {
 void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const std::string target = text(e, "target");
-  const int64_t now = num(e, "t");
+  const int64_t now = num(e, "t") + inc.clockOffset;  // on the clock of the stored due times
   PassState& pass = inc.passes[target];
   tallies_.check("FAN-15", !pass.openSince, [&] { return object + " began a second pass of " + target; });
   pass.openSince = now;
@@ -368,14 +369,14 @@ void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
 void FanoutChecks::onPassEnd(const json& e, IncarnationState& inc) {
   PassState& pass = inc.passes[text(e, "target")];
   pass.openSince.reset();
-  pass.lastEnd = num(e, "t");
+  pass.lastEnd = num(e, "t") + inc.clockOffset;
 }
 
 // FAN-16, once the instant a pass began is over: a row of another target that was due then (and
 // not while a pass of its own target ran), whose target had no pass open in that instant, must not
 // still wait untouched.
 void FanoutChecks::judgeIsolation(const json& e, IncarnationState& inc) {
-  const int64_t now = num(e, "t");
+  const int64_t now = num(e, "t") + inc.clockOffset;
   const std::string& object = label(e);
   std::erase_if(inc.watches, [&](const IsolationWatch& watch) {
     if (watch.began >= now) return false;

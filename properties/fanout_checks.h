@@ -122,6 +122,7 @@ class FanoutChecks final : public ObjectChecker {
     std::map<std::string, Batch> batches;     // target -> its open batch
     std::optional<std::set<std::string>> configured;  // the targets this incarnation was built with
     std::map<std::string, std::pair<int64_t, std::map<std::string, Unconfigured>>> unconfiguredDue;  // target -> (now, rows)
+    int64_t clockOffset = 0;  // clock.incarnation_offset: the incarnation's now() is the World's plus this
   };
   // Stored facts, at two depths: `local` (every local commit of the live incarnation) and `durable`
   // (what the next incarnation opens after a reset).
