@@ -413,11 +413,10 @@ void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& 
   // and get different offsets (a retry after retention trimmed a key gives it a new one), and a
   // reply can wait at the output gate past a later retry's write: each reply claims a write of its
   // own, so every reply has its write and no write answers twice.
-  const auto sameKeys = [&](const auto& w) { return w.first == keys; };
-  auto match = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return sameKeys(w) && w.second == offsets; });
+  auto match = std::find(s.appendWrites.rbegin(), s.appendWrites.rend(), std::pair(keys, offsets));
   const bool found = match != s.appendWrites.rend();
   tallies_.check("LOG-02", found, [&] {
-    const auto latest = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), sameKeys);
+    const auto latest = std::find_if(s.appendWrites.rbegin(), s.appendWrites.rend(), [&](const auto& w) { return w.first == keys; });
     return object + " append of " + e.at("keys").dump() + " returned " + e.at("offsets").dump() + ", its write gave " +
            (latest != s.appendWrites.rend() ? json(latest->second).dump() : std::string("nothing"));
   });
