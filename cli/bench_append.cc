@@ -24,7 +24,7 @@ constexpr int kRecordsPerBatch = 100;
 
 class NullSink final : public sim::TraceSink {
  public:
-  void record(const nlohmann::json&) override {}
+  void record(const sim::TraceEvent&) override {}
 };
 
 std::string keyOf(int64_t batch, int i) {

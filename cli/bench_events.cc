@@ -33,7 +33,7 @@ constexpr int64_t kEmitChunk = 5'000;  // events appended per unit
 
 class NullSink final : public sim::TraceSink {
  public:
-  void record(const nlohmann::json&) override {}
+  void record(const sim::TraceEvent&) override {}
 };
 
 Task<void> failOn(std::string failing, const events::EventMeta& meta) {

@@ -76,9 +76,9 @@ sim::ChoiceLog execute(const workloads::WorkloadInfo& info, const workloads::Run
 class FaultCountingSink final : public sim::TraceSink {
  public:
   explicit FaultCountingSink(traces::Recorder& recorder) : recorder_(recorder) {}
-  void record(const nlohmann::json& event) override {
+  void record(const sim::TraceEvent& event) override {
     recorder_.record(event);
-    if (const auto ev = event.find("ev"); ev != event.end() && *ev == "fault") ++faults_;
+    if (event.is("fault")) ++faults_;
   }
   uint64_t faults() const { return faults_; }
 

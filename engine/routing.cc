@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/conventions.h"
+#include "engine/json_fields.h"
 
 namespace durasim {
 
@@ -23,14 +24,16 @@ namespace detail {
 
 nlohmann::json loadToJson(const LoadSnapshot& load) {
   auto direction = [](const ProcessingLoad& d) {
-    return nlohmann::json{{"inFlight", d.inFlight},
-                          {"completed", d.completed},
-                          {"averageProcessingMs", d.averageProcessingMs ? nlohmann::json(*d.averageProcessingMs) : nlohmann::json()}};
+    return JsonFields()
+        .add("inFlight", d.inFlight)
+        .add("completed", d.completed)
+        .add("averageProcessingMs", json_or_null(d.averageProcessingMs));
   };
-  nlohmann::json outbound = direction(load.outbound);
-  outbound["pendingDeliveries"] = load.outbound.pendingDeliveries;
-  return nlohmann::json{{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", direction(load.inbound)},
-                        {"outbound", std::move(outbound)}};
+  return JsonFields()
+      .add("observedAt", load.observedAt)
+      .add("windowMs", load.windowMs)
+      .add("inbound", direction(load.inbound))
+      .add("outbound", direction(load.outbound).add("pendingDeliveries", load.outbound.pendingDeliveries));
 }
 
 // ---------------------------------------------------------------------------------------------

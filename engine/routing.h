@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/json_fields.h"
 #include "engine/load.h"
 #include "engine/routing_events.h"
 #include "engine/runtime.h"
@@ -198,17 +199,18 @@ class RoutingClient {
 
   static void emitBegin(const Shared& shared, int64_t push, const Observations& observed, std::optional<int64_t> timeoutMs) {
     if (!probing(shared)) return;
-    nlohmann::json loads = nlohmann::json::object();
-    for (const auto& [shard, load] : observed) loads[shard] = detail::loadToJson(load);
+    JsonFields loads;
+    for (const auto& [shard, load] : observed) loads.add(shard, detail::loadToJson(load));
     const std::optional<int64_t> last = shared.core.lastResizeAt();
     emit(shared, routing_events::kPushBegin,
-         {{"push", push},
-          {"width", shared.core.width()},
-          {"lastResizeAt", last ? nlohmann::json(*last) : nlohmann::json()},
-          {"custom", static_cast<bool>(shared.options.sharding)},
-          {"timeoutMs", timeoutMs ? nlohmann::json(*timeoutMs) : nlohmann::json()},
-          {"softBacklogLimit", shared.options.softBacklogLimit},
-          {"observed", std::move(loads)}});
+         JsonFields()
+             .add("push", push)
+             .add("width", shared.core.width())
+             .add("lastResizeAt", json_or_null(last))
+             .add("custom", static_cast<bool>(shared.options.sharding))
+             .add("timeoutMs", json_or_null(timeoutMs))
+             .add("softBacklogLimit", shared.options.softBacklogLimit)
+             .add("observed", std::move(loads)));
   }
 
   // routing.md 3.1 steps 2 and 3: the target, or an exception (after `rte.push.refused`).
@@ -223,10 +225,11 @@ class RoutingClient {
                                     : shared.core.select(observed, *shared.random, &draws);
       if (probing(shared))
         emit(shared, routing_events::kSelect,
-             {{"push", push},
-              {"shard", address.shard},
-              {"hint", address.locationHint ? nlohmann::json(*address.locationHint) : nlohmann::json()},
-              {"draws", custom ? nlohmann::json() : nlohmann::json::array({draws[0], draws[1]})}});
+             JsonFields()
+                 .add("push", push)
+                 .add("shard", address.shard)
+                 .add("hint", json_or_null(address.locationHint))
+                 .add("draws", custom ? nlohmann::json() : nlohmann::json::array({draws[0], draws[1]})));
       if (address.shard.empty()) throw RoutingError();
       return address;
     } catch (const std::exception& e) {
@@ -241,13 +244,14 @@ class RoutingClient {
   static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late) {
     if (!probing(shared)) return;
     emit(shared, routing_events::kReply,
-         {{"push", push},
-          {"shard", shard},
-          {"success", response.success},
-          {"value", response.value.has_value()},
-          {"error", response.error.has_value()},
-          {"load", detail::loadToJson(response.load)},
-          {"late", late}});
+         JsonFields()
+             .add("push", push)
+             .add("shard", shard)
+             .add("success", response.success)
+             .add("value", response.value.has_value())
+             .add("error", response.error.has_value())
+             .add("load", detail::loadToJson(response.load))
+             .add("late", late));
   }
 
   // routing.md 3.1 steps 5 and 6, traced.
@@ -255,13 +259,14 @@ class RoutingClient {
     const detail::ObservationOutcome outcome = shared.core.record(shard, load);
     if (probing(shared))
       emit(shared, routing_events::kObserve,
-           {{"push", push},
-            {"shard", shard},
-            {"observedAt", load.observedAt},
-            {"stored", outcome.stored ? nlohmann::json(*outcome.stored) : nlohmann::json()},
-            {"kept", outcome.kept},
-            {"evicted", outcome.evicted},
-            {"size", outcome.size}});
+           JsonFields()
+               .add("push", push)
+               .add("shard", shard)
+               .add("observedAt", load.observedAt)
+               .add("stored", json_or_null(outcome.stored))
+               .add("kept", outcome.kept)
+               .add("evicted", outcome.evicted)
+               .add("size", outcome.size));
     if (shared.options.sharding) return;
     const int64_t widthBefore = shared.core.width();
     const std::optional<int64_t> lastBefore = shared.core.lastResizeAt();
@@ -269,13 +274,14 @@ class RoutingClient {
     if (!probing(shared)) return;
     const std::optional<int64_t> lastAfter = shared.core.lastResizeAt();
     emit(shared, routing_events::kResize,
-         {{"push", push},
-          {"load", detail::loadToJson(load)},
-          {"softBacklogLimit", shared.options.softBacklogLimit},
-          {"before", widthBefore},
-          {"after", shared.core.width()},
-          {"lastResizeBefore", lastBefore ? nlohmann::json(*lastBefore) : nlohmann::json()},
-          {"lastResizeAfter", lastAfter ? nlohmann::json(*lastAfter) : nlohmann::json()}});
+         JsonFields()
+             .add("push", push)
+             .add("load", detail::loadToJson(load))
+             .add("softBacklogLimit", shared.options.softBacklogLimit)
+             .add("before", widthBefore)
+             .add("after", shared.core.width())
+             .add("lastResizeBefore", json_or_null(lastBefore))
+             .add("lastResizeAfter", json_or_null(lastAfter)));
   }
 
   static Task<Result> pushImpl(std::shared_ptr<Shared> shared, std::vector<nlohmann::json> bound,

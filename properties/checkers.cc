@@ -31,10 +31,10 @@ namespace {
 using nlohmann::json;
 
 // The phase a "phase" event opens ("" for any other event).
-std::string_view phase_of(const json& event) {
-  if (fields::kind(event) != "phase") return "";
-  const auto phase = event.find("phase");
-  return phase != event.end() && phase->is_string() ? std::string_view(phase->get_ref<const std::string&>()) : "";
+std::string_view phase_of(const sim::TraceEvent& event) {
+  if (!event.is("phase")) return "";
+  const auto phase = event.json().find("phase");
+  return phase != event.json().end() && phase->is_string() ? std::string_view(phase->get_ref<const std::string&>()) : "";
 }
 
 StoreReader reader_of(const sim::StoreView& stores) {
@@ -48,7 +48,7 @@ StoreReader reader_of(const sim::StoreView& stores) {
 // RT: the runtime's history checks and the order of time over every event.
 class RuntimeFamily final : public Checker {
  public:
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     time_.record(event);
     runtime_.record(event);
   }
@@ -124,16 +124,16 @@ class AlarmFamilies final : public Checker {
       : stores_(scope.stores), className_(scope.className), policy_(std::make_unique<AlarmPolicy>()),
         checks_(reader_of(scope.stores), policy_->view(), scope.className) {}
 
-  void record(const json& event) override {
-    if (fields::kind(event) == "workload.config" && config_of_class(event, className_)) policy_->learn(event);
+  void record(const sim::TraceEvent& event) override {
+    if (event.is("workload.config") && config_of_class(event.json(), className_)) policy_->learn(event.json());
     checks_.record(event);
     const std::string_view phase = phase_of(event);
-    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>(), policy_->scheduler);
+    if (phase == "liveness") checks_.healed(event.t(), policy_->scheduler);
     if (phase != "check") return;
     std::map<std::string, std::optional<int64_t>> stored;
     for (const std::string& label : stores_.labels())
       if (of_class(label, className_)) stored[label] = stores_.live_alarm(label);
-    checks_.finish(stored, event.at("t").get<int64_t>(), policy_->scheduler.alarmMinDelayMs);
+    checks_.finish(stored, event.t(), policy_->scheduler.alarmMinDelayMs);
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 
@@ -147,7 +147,7 @@ class AlarmFamilies final : public Checker {
 class LogFamily final : public Checker {
  public:
   explicit LogFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     checks_.record(event);
     const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed();
@@ -162,11 +162,11 @@ class LogFamily final : public Checker {
 class LeaseFamily final : public Checker {
  public:
   explicit LeaseFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     checks_.record(event);
     const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed();
-    if (phase == "check") checks_.finish(event.at("t").get<int64_t>());
+    if (phase == "check") checks_.finish(event.t());
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
 
@@ -180,10 +180,10 @@ template <class Checks>
 class HealedFamily final : public Checker {
  public:
   explicit HealedFamily(const CheckerScope& scope) : checks_(reader_of(scope.stores), scope.className) {}
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     checks_.record(event);
     const std::string_view phase = phase_of(event);
-    if (phase == "liveness") checks_.healed(event.at("t").get<int64_t>());
+    if (phase == "liveness") checks_.healed(event.t());
     if (phase == "check") checks_.finish();
   }
   void report(sim::Tallies& tallies, const RunFacts&) const override { tallies.merge(checks_.tallies()); }
@@ -194,7 +194,7 @@ class HealedFamily final : public Checker {
 
 class RoutingFamily final : public Checker {
  public:
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     checks_.record(event);
     if (phase_of(event) == "check") checks_.finish();
   }

@@ -3,10 +3,14 @@
 
 namespace durasim::properties {
 
-void ObjectChecker::record(const nlohmann::json& event) {
-  const auto ev = event.find("ev");
-  if (ev == event.end() || !ev->is_string()) return;
-  const std::string_view name = ev->get_ref<const std::string&>();
+void ObjectChecker::record(const sim::TraceEvent& header) {
+  const std::string_view name = header.type();
+  if (name.empty()) return;
+  const nlohmann::json& event = header.json();
+  struct Observing {
+    const sim::TraceEvent*& slot;
+    ~Observing() { slot = nullptr; }
+  } observing{observing_ = &header};
   try {
     observe(name, event);
   } catch (const nlohmann::json::exception& error) {
@@ -24,8 +28,17 @@ bool config_of_class(const nlohmann::json& config, std::string_view className) {
 }
 
 bool ObjectChecker::mine(const nlohmann::json& event) const {
+  if (observing_ && &event == &observing_->json()) {
+    const std::string* object = observing_->object();
+    return object && of_class(*object, className_);
+  }
   const auto object = event.find("object");
   return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);
+}
+
+const std::string& ObjectChecker::label(const nlohmann::json& event) const {
+  if (observing_ && &event == &observing_->json() && observing_->object()) return *observing_->object();
+  return event.at("object").get_ref<const std::string&>();
 }
 
 }  // namespace durasim::properties

@@ -26,7 +26,8 @@ class ObjectChecker : public sim::TraceSink {
  public:
   // Hands every event with a string "ev" to observe(); a nlohmann::json error it raises becomes one
   // violation of invariant_for(ev).
-  void record(const nlohmann::json& event) final;
+  using sim::TraceSink::record;
+  void record(const sim::TraceEvent& event) final;
   const sim::Tallies& tallies() const { return tallies_; }
 
  protected:
@@ -34,7 +35,8 @@ class ObjectChecker : public sim::TraceSink {
 
   // Whether the event names an object of the class in its "object" field.
   bool mine(const nlohmann::json& event) const;
-  static const std::string& label(const nlohmann::json& event) { return event.at("object").get_ref<const std::string&>(); }
+  // The event's "object" label; throws nlohmann::json's error when it has none.
+  const std::string& label(const nlohmann::json& event) const;
 
   virtual void observe(std::string_view ev, const nlohmann::json& event) = 0;
   // The invariant whose check a malformed `ev` event would have fed.
@@ -42,6 +44,11 @@ class ObjectChecker : public sim::TraceSink {
 
   const std::string className_;
   sim::Tallies tallies_;
+
+ private:
+  // The event being observed, whose header the World read: mine() and label() of that event use
+  // it instead of looking "object" up again.
+  const sim::TraceEvent* observing_ = nullptr;
 };
 
 }  // namespace durasim::properties

@@ -25,13 +25,15 @@ RoutingChecks::RoutingChecks() {
     tallies_.declare(id);
 }
 
-void RoutingChecks::record(const json& e) {
-  const auto ev = e.find("ev");
-  if (ev == e.end() || !ev->is_string()) return;
-  const std::string& name = ev->get_ref<const std::string&>();
+void RoutingChecks::record(const sim::TraceEvent& event) {
+  const std::string_view type = event.type();
+  if (!type.starts_with(routing_events::kAppPrefix) && !type.starts_with(routing_events::kAppLoadPrefix) &&
+      !type.starts_with(routing_events::kPrefix))
+    return;
+  const json& e = event.json();
+  const std::string name(type);
   if (name.rfind(routing_events::kAppPrefix, 0) == 0) return onApp(name, e);
   if (name.rfind(routing_events::kAppLoadPrefix, 0) == 0) return onAppLoad(name, e);
-  if (name.rfind(routing_events::kPrefix, 0) != 0) return;
   const std::string label = e.contains("client") && e.at("client").is_string() ? e.at("client").get<std::string>() : "";
   Client& client = clients_[label];
   try {

@@ -44,7 +44,8 @@ class RoutingChecks final : public sim::TraceSink {
   RoutingChecks();
 
   // A malformed event (a field missing or of the wrong type) is a violation of the check it feeds.
-  void record(const nlohmann::json& event) override;
+  using sim::TraceSink::record;
+  void record(const sim::TraceEvent& event) override;
   // End-of-run checks (after heal, nothing in flight).
   void finish();
   const sim::Tallies& tallies() const { return tallies_; }

@@ -39,12 +39,12 @@ const char* id_for(std::string_view ev) {
 
 }  // namespace
 
-void RuntimeChecks::record(const nlohmann::json& event) {
-  const auto ev_field = event.find("ev");
-  if (ev_field == event.end() || !ev_field->is_string()) return;
-  const std::string_view ev = ev_field->get_ref<const std::string&>();
+void RuntimeChecks::record(const sim::TraceEvent& header) {
+  const std::string_view ev = header.type();
+  if (ev.empty()) return;
+  const nlohmann::json& event = header.json();
   try {
-    const int64_t t = event.at("t").get<int64_t>();
+    const int64_t t = header.t();
     if (ev == "incarnation.start") on_incarnation_start(event, t);
     else if (ev == "incarnation.end") on_incarnation_end(event, t);
     else if (ev == "commit") on_commit(event);
@@ -67,11 +67,14 @@ void RuntimeChecks::record(const nlohmann::json& event) {
 
     // RT-19: every event tagged with an object's incarnation (the start and end are checked above).
     if (ev != "incarnation.start" && ev != "incarnation.end") {
-      const auto label = event.find(ev == "rpc.deliver" ? "to" : "object");
-      const auto number = event.find("incarnation");
-      if (label != event.end() && label->is_string() && number != event.end() && number->is_number_integer() &&
-          number->get<int64_t>() > 0)
-        check_not_after_end(ev, label->get<std::string>(), number->get<int64_t>(), t);
+      const std::string* label = header.object();
+      if (ev == "rpc.deliver") {
+        const auto to = event.find("to");
+        label = to != event.end() && to->is_string() ? &to->get_ref<const std::string&>() : nullptr;
+      }
+      const auto number = label ? event.find("incarnation") : event.end();
+      if (number != event.end() && number->is_number_integer() && number->get<int64_t>() > 0)
+        check_not_after_end(ev, *label, number->get<int64_t>(), t);
     }
   } catch (const nlohmann::json::exception& e) {
     tallies_.check(id_for(ev), false, [&] { return "malformed '" + std::string(ev) + "' event " + event.dump() + ": " + e.what(); });

@@ -57,7 +57,8 @@ class RuntimeChecks final : public sim::TraceSink {
   static constexpr int64_t kShutdownGraceMs = 30'000;     // runtime.md 1 (object.zombie)
   static constexpr int64_t kAlarmMaxLateMs = 60'000;      // runtime.md 1: how late a fire may be
 
-  void record(const nlohmann::json& event) override;
+  using sim::TraceSink::record;
+  void record(const sim::TraceEvent& event) override;
   // Adds this run's checks of RT-03, 04, 07, 08, 10, 12, 14, 15, 16, 19, 22, 24 and 25 to `tallies`
   // (RT-14 and RT-24 once the run's "phase: check" event was seen).
   void report(sim::Tallies& tallies) const;

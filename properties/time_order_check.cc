@@ -3,12 +3,12 @@
 
 namespace durasim::properties {
 
-void TimeOrderCheck::record(const nlohmann::json& event) {
-  const int64_t t = event.at("t").get<int64_t>();
+void TimeOrderCheck::record(const sim::TraceEvent& event) {
+  const int64_t t = event.t();
   ++checked_;
   if (t < last_) {
     if (backwards_++ == 0)
-      first_violation_ = "event '" + event.value("ev", std::string()) + "' at t=" + std::to_string(t) +
+      first_violation_ = "event '" + std::string(event.type()) + "' at t=" + std::to_string(t) +
                          " follows an event at t=" + std::to_string(last_);
   }
   if (t > last_) last_ = t;

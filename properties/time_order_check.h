@@ -12,7 +12,8 @@ namespace durasim::properties {
 
 class TimeOrderCheck final : public sim::TraceSink {
  public:
-  void record(const nlohmann::json& event) override;
+  using sim::TraceSink::record;
+  void record(const sim::TraceEvent& event) override;
   // Adds this run's RT-02 checks to `tallies`.
   void report(sim::Tallies& tallies) const;
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "engine/json_fields.h"
 #include "sim/async_event.h"
 #include "sim/object_internals.h"
 
@@ -238,11 +239,12 @@ void Incarnation::await_confirmation(const LocalCommit& commit, std::optional<in
 void Incarnation::emit_commit(const LocalCommit& commit, std::optional<int64_t> alarm, int64_t writer) {
   char changes[17];
   std::snprintf(changes, sizeof changes, "%016llx", static_cast<unsigned long long>(commit.changes_hash));
-  object_.runtime().world().emit("commit", {{"object", object_.label()},
-                                            {"incarnation", writer},
-                                            {"commit", commit.number},
-                                            {"changes", changes},
-                                            {"alarm", alarm ? nlohmann::json(*alarm) : nlohmann::json()}});
+  object_.runtime().world().emit("commit", JsonFields()
+                                               .add("object", object_.label())
+                                               .add("incarnation", writer)
+                                               .add("commit", commit.number)
+                                               .add("changes", changes)
+                                               .add("alarm", json_or_null(alarm)));
 }
 
 // sim.mutant.zombie_storage_write: what a zombie's segment wrote commits as its own (RT-08),
@@ -262,7 +264,7 @@ void Incarnation::commit_zombie_writes() {
   emit_commit(*commit, alarm, number_);
   store.confirm(commit->number);
   object_.last_local = object_.last_confirmed = commit->number;
-  object_.runtime().world().emit("confirm", {{"object", object_.label()}, {"incarnation", number_}, {"commit", commit->number}});
+  object_.runtime().world().emit("confirm", JsonFields().add("object", object_.label()).add("incarnation", number_).add("commit", commit->number));
   object_.manager_after_confirm(alarm);
 }
 
@@ -336,7 +338,7 @@ void Incarnation::confirm_due() {
     object_.last_confirmed = std::max(object_.last_confirmed, number);
     PendingCommit done = std::move(next->second);
     pending_.erase(next);
-    object_.runtime().world().emit("confirm", {{"object", object_.label()}, {"incarnation", number_}, {"commit", number}});
+    object_.runtime().world().emit("confirm", JsonFields().add("object", object_.label()).add("incarnation", number_).add("commit", number));
     if (pending_.empty()) object_.manager_after_confirm(done.alarm_after);
     if (!done.after_commit.empty()) {
       system_segment([&] {
@@ -395,12 +397,13 @@ void Incarnation::hold(std::string_view kind, std::function<void()> release, std
 
 // RT-10 evidence: each effect says which commit it waited for, and its production order.
 void Incarnation::emit_effect(const char* event, std::string_view kind, uint64_t produced, uint64_t required) {
-  object_.runtime().world().emit(event, {{"object", object_.label()},
-                                         {"incarnation", number_},
-                                         {"kind", kind},
-                                         {"produced", produced},
-                                         {"required", required},
-                                         {"confirmed", object_.last_confirmed}});
+  object_.runtime().world().emit(event, JsonFields()
+                                            .add("object", object_.label())
+                                            .add("incarnation", number_)
+                                            .add("kind", kind)
+                                            .add("produced", produced)
+                                            .add("required", required)
+                                            .add("confirmed", object_.last_confirmed));
 }
 
 void Incarnation::release_effects() {

@@ -3,6 +3,8 @@
 // Keeps RT-15 (stub ordering, dead stubs) and RT-16 (error semantics).
 #include "sim/object_internals.h"
 
+#include "engine/json_fields.h"
+
 namespace durasim::sim {
 namespace {
 
@@ -42,9 +44,12 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     auto outcome = std::make_shared<Reply>(runtime_.world().executor());
     in_flight_.push_back(outcome);
     const uint64_t call_id = runtime_.next_call_id();
-    runtime_.world().emit("rpc.call", {{"call", call_id}, {"stub", id_}, {"from", caller_label()}, {"to", callee_label()}, {"method", method}});
+    runtime_.world().emit(
+        "rpc.call",
+        JsonFields().add("call", call_id).add("stub", id_).add("from", caller_label()).add("to", callee_label()).add("method", method));
     auto self = shared_from_this();
-    auto send = [self, call_id, method, args, outcome] { self->send(call_id, method, args, outcome); };
+    // The request is sent once: the output gate releases it, or a broken gate drops it.
+    auto send = [self, call_id, method, args = std::move(args), outcome]() mutable { self->send(call_id, method, std::move(args), outcome); };
     Incarnation* caller = live_caller();
     if (caller) {
       caller->begin_external_wait();
@@ -72,7 +77,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
   std::string callee_label() const { return class_name_ + "/" + name_; }
 
   // The call leaves the caller (after its output gate released it).
-  void send(uint64_t call_id, const std::string& method, const nlohmann::json& args, std::shared_ptr<Reply> outcome) {
+  void send(uint64_t call_id, const std::string& method, nlohmann::json args, std::shared_ptr<Reply> outcome) {
     World& world = runtime_.world();
     FaultInjector& faults = runtime_.faults();
     const FaultSite site{callee_label(), 0, "call"};
@@ -95,7 +100,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     }
     const int64_t delivery = std::max(last_delivery_, world.now() + request_latency);
     last_delivery_ = delivery;
-    queue_.push_back(Pending{call_id, method, args, outcome, reply_latency});
+    queue_.push_back(Pending{call_id, method, std::move(args), outcome, reply_latency});
     world.executor().at(delivery, [self] { self->deliver_next(); });
   }
 
@@ -107,14 +112,16 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     World& world = runtime_.world();
     SimObject& callee = runtime_.object(class_name_, name_);
     Incarnation& incarnation = callee.ensure_live();
-    world.emit("rpc.deliver", {{"call", call.id}, {"stub", id_}, {"to", callee.label()}, {"incarnation", incarnation.number()}});
+    world.emit("rpc.deliver",
+               JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
     auto reply = std::make_shared<Reply>(world.executor());
     auto self = shared_from_this();
     world.tasks().spawn("rpc.reply", forward_reply(self, call.id, reply, call.outcome, call.reply_latency));
     incarnation.deliver_call(call.method, call.args, reply);
     // rpc.duplicate_delivery (arbitrary): the callee executes the call a second time; that reply is lost.
     if (runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"})) {
-      world.emit("rpc.deliver", {{"call", call.id}, {"stub", id_}, {"to", callee.label()}, {"incarnation", incarnation.number()}});
+      world.emit("rpc.deliver",
+               JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
       incarnation.deliver_call(call.method, call.args, std::make_shared<Reply>(world.executor()));
     }
   }
@@ -154,13 +161,13 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
       if (breaks) {
         self->fail(call_id, outcome, error, "error");
       } else {
-        world.emit("rpc.reply", {{"call", call_id}, {"ok", false}});
+        world.emit("rpc.reply", JsonFields().add("call", call_id).add("ok", false));
         std::erase(self->in_flight_, outcome);
         outcome->set_error(error);
       }
       co_return;
     }
-    world.emit("rpc.reply", {{"call", call_id}, {"ok", true}});
+    world.emit("rpc.reply", JsonFields().add("call", call_id).add("ok", true));
     std::erase(self->in_flight_, outcome);
     outcome->set_value(std::move(*value));
   }

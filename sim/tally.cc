@@ -48,9 +48,28 @@ std::optional<int64_t> earliest(std::optional<int64_t> a, std::optional<int64_t>
 }
 }  // namespace
 
+Tallies& Tallies::operator=(const Tallies& other) {
+  if (this != &other) {
+    by_id_ = other.by_id_;
+    reindex();
+  }
+  return *this;
+}
+
+InvariantTally& Tallies::add_entry(std::string_view id) {
+  const auto [entry, added] = by_id_.try_emplace(std::string(id));
+  index_.emplace(entry->first, &entry->second);
+  return entry->second;
+}
+
+void Tallies::reindex() {
+  index_.clear();
+  for (auto& [id, tally] : by_id_) index_.emplace(id, &tally);
+}
+
 void Tallies::merge(const Tallies& other) {
   for (const auto& [id, theirs] : other.by_id_) {
-    InvariantTally& mine = by_id_[id];
+    InvariantTally& mine = of(id);
     mine.checked += theirs.checked;
     mine.violated += theirs.violated;
     if (!mine.first_violation_ms || (theirs.first_violation_ms && *theirs.first_violation_ms < *mine.first_violation_ms))
@@ -61,8 +80,8 @@ void Tallies::merge(const Tallies& other) {
   }
 }
 
-void Tallies::add(const std::string& id, uint64_t checked, uint64_t violated, const std::string& example) {
-  InvariantTally& tally = by_id_[id];
+void Tallies::add(std::string_view id, uint64_t checked, uint64_t violated, const std::string& example) {
+  InvariantTally& tally = of(id);
   tally.checked += checked;
   if (violated > 0 && tally.violated == 0) note_first_violation(tally);
   tally.violated += violated;

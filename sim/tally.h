@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace durasim::sim {
@@ -39,11 +41,18 @@ struct InvariantTally {
 class Tallies {
  public:
   static constexpr std::size_t kMaxExamples = 5;
+  using ById = std::map<std::string, InvariantTally, std::less<>>;
+
+  Tallies() = default;
+  Tallies(const Tallies& other) : by_id_(other.by_id_) { reindex(); }
+  Tallies& operator=(const Tallies& other);
+  Tallies(Tallies&&) = default;  // map nodes move with the map: the index stays valid
+  Tallies& operator=(Tallies&&) = default;
 
   // Counts one check of `id`; `message()` is evaluated only when `ok` is false.
   template <class Message>
-  bool check(const std::string& id, bool ok, Message message) {
-    InvariantTally& tally = by_id_[id];
+  bool check(std::string_view id, bool ok, Message message) {
+    InvariantTally& tally = of(id);
     ++tally.checked;
     if (!ok) {
       if (tally.violated == 0) note_first_violation(tally);
@@ -53,16 +62,26 @@ class Tallies {
     return ok;
   }
   // Counts `checked` checks of `id`, `violated` of which failed, the first described by `example`.
-  void add(const std::string& id, uint64_t checked, uint64_t violated, const std::string& example);
+  void add(std::string_view id, uint64_t checked, uint64_t violated, const std::string& example);
   // Declares `id` so that a run in which it is never checked still reports it.
-  void declare(const std::string& id) { by_id_[id]; }
+  void declare(std::string_view id) { of(id); }
   void merge(const Tallies& other);
 
   uint64_t violations() const;
-  const std::map<std::string, InvariantTally>& by_id() const { return by_id_; }
+  const ById& by_id() const { return by_id_; }
 
  private:
-  std::map<std::string, InvariantTally> by_id_;
+  // The tally of `id`, created empty on first use. Checks run at every event, so the lookup goes
+  // through a hash index of the map's keys rather than the ordered map itself.
+  InvariantTally& of(std::string_view id) {
+    if (const auto found = index_.find(id); found != index_.end()) return *found->second;
+    return add_entry(id);
+  }
+  InvariantTally& add_entry(std::string_view id);
+  void reindex();
+
+  ById by_id_;                                                   // reports walk it in ID order
+  std::unordered_map<std::string_view, InvariantTally*> index_;  // views of by_id_'s keys
 };
 
 }  // namespace durasim::sim

@@ -19,8 +19,9 @@ void World::emit(std::string_view type, nlohmann::json fields) {
   const uint64_t draws = random_.draws();
   const uint64_t scheduled = executor_.scheduled();
   ++events_emitted_;
-  sink_.record(fields);
-  for (TraceSink* observer : observers_) observer->record(fields);
+  const TraceEvent event = TraceEvent::written(fields, type, clock_.now());
+  sink_.record(event);
+  for (TraceSink* observer : observers_) observer->record(event);
   if (random_.draws() != draws || executor_.scheduled() != scheduled)
     throw std::logic_error("an observer of a '" + std::string(type) +
                            "' event drew a choice or scheduled an event; observers only read (DESIGN.md, Checking)");

@@ -165,11 +165,11 @@ TEST(Timeline, FaultsResetsAlarmsAndCommitsHaveTheirKinds) {
 TEST(ViolationPlace, IsTheEventBeingObserved) {
   class NullSink final : public sim::TraceSink {
    public:
-    void record(const nlohmann::json&) override {}
+    void record(const sim::TraceEvent&) override {}
   };
   class FailsOnThird final : public sim::TraceSink {
    public:
-    void record(const nlohmann::json&) override { tallies.check("X-01", ++seen != 3, [] { return std::string("third"); }); }
+    void record(const sim::TraceEvent&) override { tallies.check("X-01", ++seen != 3, [] { return std::string("third"); }); }
     sim::Tallies tallies;
     int seen = 0;
   };

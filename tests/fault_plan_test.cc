@@ -29,7 +29,7 @@ constexpr uint64_t kSeeds = 200;
 
 class CollectingSink final : public sim::TraceSink {
  public:
-  void record(const nlohmann::json& event) override { events.push_back(event); }
+  void record(const sim::TraceEvent& event) override { events.push_back(event.json()); }
   std::vector<nlohmann::json> events;
 };
 

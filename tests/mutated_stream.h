@@ -35,12 +35,12 @@ class MutatingObserver final : public sim::TraceSink {
   MutatingObserver(std::vector<std::unique_ptr<properties::Checker>> checkers, Mutation mutation)
       : checkers_(std::move(checkers)), mutation_(std::move(mutation)) {}
 
-  void record(const nlohmann::json& event) override {
-    if (!mutation_.ev.empty() && event.value("ev", "") == mutation_.ev && seen_++ == mutation_.nth) {
-      nlohmann::json changed = event;
+  void record(const sim::TraceEvent& event) override {
+    if (!mutation_.ev.empty() && event.is(mutation_.ev) && seen_++ == mutation_.nth) {
+      nlohmann::json changed = event.json();
       mutation_.change(changed);
       applied_ = true;
-      for (int i = 0; i < mutation_.copies; ++i) forward(changed);
+      for (int i = 0; i < mutation_.copies; ++i) forward(sim::TraceEvent::of(changed));
       return;
     }
     forward(event);
@@ -51,7 +51,7 @@ class MutatingObserver final : public sim::TraceSink {
   bool applied() const { return applied_; }
 
  private:
-  void forward(const nlohmann::json& event) {
+  void forward(const sim::TraceEvent& event) {
     for (const auto& checker : checkers_) checker->record(event);
   }
   std::vector<std::unique_ptr<properties::Checker>> checkers_;
@@ -87,7 +87,7 @@ inline Checked runMutated(const std::string& workload, std::vector<properties::F
                           Mutation mutation = {}) {
   class NullSink final : public sim::TraceSink {
    public:
-    void record(const nlohmann::json&) override {}
+    void record(const sim::TraceEvent&) override {}
   };
   workloads::RunConfig config;
   config.workload = workload;

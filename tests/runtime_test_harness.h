@@ -36,7 +36,7 @@ inline constexpr SimTime kStart = 1'000'000;
 // Keeps every trace event of the run.
 class CollectSink final : public sim::TraceSink {
  public:
-  void record(const json& event) override { events.push_back(event); }
+  void record(const sim::TraceEvent& event) override { events.push_back(event.json()); }
 
   std::vector<json> of(const std::string& type) const {
     std::vector<json> out;

@@ -21,7 +21,7 @@ constexpr SimTime kStart = 1'000'000;
 
 class NullSink final : public sim::TraceSink {
  public:
-  void record(const nlohmann::json&) override {}
+  void record(const sim::TraceEvent&) override {}
 };
 
 // A World with nothing listening, driven to completion by the tests.

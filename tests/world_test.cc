@@ -13,14 +13,14 @@ namespace durasim::sim {
 namespace {
 
 struct NullSink final : TraceSink {
-  void record(const nlohmann::json&) override {}
+  void record(const sim::TraceEvent&) override {}
 };
 
 // An observer that runs `act` on every event.
 struct Acting final : TraceSink {
   std::function<void()> act;
   int seen = 0;
-  void record(const nlohmann::json&) override {
+  void record(const sim::TraceEvent&) override {
     ++seen;
     if (act) act();
   }

@@ -1,6 +1,7 @@
 // Canonical serialisation and hashing of trace events; see recorder.h.
 #include "traces/recorder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,9 @@ using json = nlohmann::json;
 // little-endian integers, lengths before strings, arrays and objects (whose keys come sorted).
 class EventEncoder {
  public:
-  explicit EventEncoder(std::string& out) : out_(out) { out_.clear(); }
+  // Writes into `buffer` (kept between events, so the hot path does not allocate once warm).
+  explicit EventEncoder(std::string& buffer) : out_(buffer) {}
+  std::string_view encoded() const { return std::string_view(out_.data(), size_); }
 
   void value(const json& v) {
     switch (v.type()) {
@@ -66,11 +69,17 @@ class EventEncoder {
   }
 
  private:
-  void tag(char c) { out_.push_back(c); }
+  // Room for `n` more bytes at the end of what is written.
+  char* room(std::size_t n) {
+    if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n + 256));
+    char* at = out_.data() + size_;
+    size_ += n;
+    return at;
+  }
+  void tag(char c) { *room(1) = c; }
   void word(uint64_t w) {
-    char bytes[8];
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(w >> (8 * i));
-    out_.append(bytes, 8);
+    char* at = room(8);
+    for (int i = 0; i < 8; ++i) at[i] = static_cast<char>(w >> (8 * i));
   }
   void integer(int64_t i) {
     tag('i');
@@ -87,13 +96,12 @@ class EventEncoder {
   // check and replacement (rare in events, so the slow path is the exact one).
   void text(const std::string& s) {
     if (!ascii(s)) return replaced(s);
-    word(s.size());
-    out_.append(s);
+    bytes(s);
   }
-  void replaced(const std::string& s) {
-    const std::string canonical = json::parse(canonical_line(json(s))).get<std::string>();
-    word(canonical.size());
-    out_.append(canonical);
+  void replaced(const std::string& s) { bytes(json::parse(canonical_line(json(s))).get<std::string>()); }
+  void bytes(std::string_view s) {
+    word(s.size());
+    if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
   }
   static bool ascii(std::string_view s) {
     uint64_t high = 0;  // the top bit of every byte, eight at a time
@@ -107,7 +115,8 @@ class EventEncoder {
     return (high & 0x8080808080808080ULL) == 0;
   }
 
-  std::string& out_;
+  std::string& out_;  // its size is capacity; the first size_ bytes are written
+  std::size_t size_ = 0;
 };
 
 }  // namespace
@@ -118,8 +127,9 @@ std::string canonical_line(const nlohmann::json& event) {
 
 uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
   thread_local std::string buffer;  // reused: the event path allocates nothing here once warm
-  EventEncoder(buffer).value(event);
-  return sim::xxh3_64(buffer, hash);
+  EventEncoder encoder(buffer);
+  encoder.value(event);
+  return sim::xxh3_64(encoder.encoded(), hash);
 }
 
 std::string hash_hex(uint64_t hash) {
@@ -128,7 +138,8 @@ std::string hash_hex(uint64_t hash) {
   return text;
 }
 
-void Recorder::record(const nlohmann::json& event) {
+void Recorder::record(const sim::TraceEvent& header) {
+  const nlohmann::json& event = header.json();
   hash_ = fold_event(hash_, event);
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});

@@ -37,7 +37,7 @@ class Recorder final : public sim::TraceSink {
  public:
   explicit Recorder(bool keep_lines) : keep_lines_(keep_lines) {}
 
-  void record(const nlohmann::json& event) override;
+  void record(const sim::TraceEvent& event) override;
 
   uint64_t hash() const { return hash_; }
   uint64_t events() const { return events_; }

@@ -23,8 +23,9 @@ void ReplayComparer::diverge(std::string actual) {
   divergence_ = std::move(d);
 }
 
-void ReplayComparer::record(const nlohmann::json& event) {
+void ReplayComparer::record(const sim::TraceEvent& header) {
   if (divergence_) return;
+  const nlohmann::json& event = header.json();
   const uint64_t hash = fold_event(hash_, event);
   if (events_ >= expected_.event_hashes.size() || hash != expected_.event_hashes[events_]) {
     diverge(canonical_line(event));

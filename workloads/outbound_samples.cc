@@ -1,6 +1,7 @@
 // OutboundSamples; see outbound_samples.h.
 #include "workloads/outbound_samples.h"
 
+#include "engine/json_fields.h"
 #include "engine/routing_events.h"
 
 namespace durasim::workloads {
@@ -12,25 +13,25 @@ constexpr double kTwicePerSample = 0.25;
 OutboundSamples::Sample OutboundSamples::begin() {
   read();
   Sample sample{++samples_, load_.begin(Direction::outbound), ctx_.random.random() < kTwicePerSample};
-  ctx_.probe(routing_events::kAppLoadBegin, {{"sample", sample.id}, {"now", ctx_.clock.now()}});
+  ctx_.probe(routing_events::kAppLoadBegin, JsonFields().add("sample", sample.id).add("now", ctx_.clock.now()));
   return sample;
 }
 
 void OutboundSamples::end(Sample& sample) {
   for (int i = 0; i < (sample.twice ? 2 : 1); ++i) {
     sample.finish();
-    ctx_.probe(routing_events::kAppLoadFinish, {{"sample", sample.id}, {"now", ctx_.clock.now()}});
+    ctx_.probe(routing_events::kAppLoadFinish, JsonFields().add("sample", sample.id).add("now", ctx_.clock.now()));
   }
   read();
 }
 
 void OutboundSamples::read() {
   const ProcessingLoad outbound = load_.snapshot(0).outbound;
-  ctx_.probe(routing_events::kAppLoadRead,
-             {{"now", ctx_.clock.now()},
-              {"inFlight", outbound.inFlight},
-              {"completed", outbound.completed},
-              {"averageProcessingMs", outbound.averageProcessingMs ? nlohmann::json(*outbound.averageProcessingMs) : nlohmann::json()}});
+  ctx_.probe(routing_events::kAppLoadRead, JsonFields()
+                                                .add("now", ctx_.clock.now())
+                                                .add("inFlight", outbound.inFlight)
+                                                .add("completed", outbound.completed)
+                                                .add("averageProcessingMs", json_or_null(outbound.averageProcessingMs)));
 }
 
 }  // namespace durasim::workloads
