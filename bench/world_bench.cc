@@ -9,7 +9,7 @@ namespace {
 
 class NullSink final : public durasim::sim::TraceSink {
  public:
-  void record(const sim::TraceEvent&) override {}
+  void record(const durasim::sim::TraceEvent&) override {}
 };
 
 void BM_ExecutorTimers(benchmark::State& state) {

@@ -70,7 +70,7 @@ bool FanoutChecks::hasTables(const std::string& object) const {
 }
 
 void FanoutChecks::observe(std::string_view ev, const json& e) {
-  history_.observe(e);
+  history_.observe(observing());
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
     return;

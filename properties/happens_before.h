@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/tally.h"
+#include "sim/trace_sink.h"
 
 namespace durasim::properties {
 
@@ -155,7 +156,8 @@ class HistoryGraph {
 
   // The trace's next event (its index is the number of events given before, plus `first_index`).
   // Reads what it can; a malformed event adds what it could read and nothing else.
-  void observe(const nlohmann::json& event);
+  void observe(const sim::TraceEvent& event);
+  void observe(const nlohmann::json& event) { observe(sim::TraceEvent::of(event)); }
   void set_first_index(uint64_t index) { next_index_ = index; }
 
   // The end of the run: reads that never met their write are violations, and the whole graph must

@@ -74,13 +74,13 @@ void HistoryGraph::chain(Object& o, int64_t incarnation, Node n) {
   o.last = n;
 }
 
-void HistoryGraph::observe(const json& event) {
+void HistoryGraph::observe(const sim::TraceEvent& header) {
   ++next_index_;
-  const auto evField = event.find("ev");
-  if (evField == event.end() || !evField->is_string()) return;
-  const std::string_view ev = evField->get_ref<const std::string&>();
+  const std::string_view ev = header.type();
+  if (ev.empty()) return;
+  const json& event = header.json();
   try {
-    if (const std::string* label = textField(event, "object")) {
+    if (const std::string* label = header.object()) {
       const std::optional<int64_t> incarnation = intField(event, "incarnation");
       if (follows(*label) && incarnation) return onObjectEvent(event, ev, *label, *incarnation);
       if (options_.everyEvent) add(event, ev, *label);

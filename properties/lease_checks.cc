@@ -701,15 +701,16 @@ void LeaseChecks::onOutcome(const json& e) {
 // State at commits
 
 LeaseChecks::Mirror LeaseChecks::readStore(const std::string& object) {
+  StoredTables& tables = stored_[object];
+  tables.leases.refresh(reader_, object);
+  tables.allocations.refresh(reader_, object);
+  tables.cursors.refresh(reader_, object);
   Mirror stored;
-  for (const SqlRow& r :
-       reader_(object, "SELECT batch_id, consumer, first_offset, last_offset, state, attempt, expires_at FROM " DURASIM_LOG_LEASES).toVector())
+  for (const auto& [rowid, r] : tables.leases.rows())
     stored.rows[r.text("batch_id")] =
         Row{r.text("consumer"), r.int64("first_offset"), r.int64("last_offset"), r.text("state"), r.int64("attempt"), r.int64("expires_at")};
-  for (const SqlRow& r : reader_(object, "SELECT consumer, allocated_offset FROM " DURASIM_LOG_ALLOCATIONS).toVector())
-    stored.allocation[r.text("consumer")] = r.int64("allocated_offset");
-  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM " DURASIM_LOG_CURSORS).toVector())
-    stored.cursor[r.text("consumer")] = r.int64("o");
+  for (const auto& [rowid, r] : tables.allocations.rows()) stored.allocation[r.text("consumer")] = r.int64("allocated_offset");
+  for (const auto& [rowid, r] : tables.cursors.rows()) stored.cursor[r.text("consumer")] = r.int64("o");
   return stored;
 }
 

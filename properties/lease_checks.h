@@ -46,10 +46,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/log_schema.h"
 #include "properties/cold_loss.h"
 #include "properties/durable_state.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
+#include "properties/table_mirror.h"
 
 namespace durasim::properties {
 
@@ -157,6 +159,14 @@ class LeaseChecks final : public ObjectChecker {
 
   StoreReader reader_;
   std::map<std::string, ObjectState> objects_;
+  // The stored lease tables of each object, kept current from the store's row changes, so that the
+  // check at every commit touching a lease reads only the rows that commit changed.
+  struct StoredTables {
+    TableMirror leases{DURASIM_LOG_LEASES, "batch_id, consumer, first_offset, last_offset, state, attempt, expires_at"};
+    TableMirror allocations{DURASIM_LOG_ALLOCATIONS, "consumer, allocated_offset"};
+    TableMirror cursors{DURASIM_LOG_CURSORS, "consumer, \"offset\" AS o"};
+  };
+  std::map<std::string, StoredTables> stored_;
   ColdLossWatch coldLoss_;
 };
 

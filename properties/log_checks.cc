@@ -47,7 +47,7 @@ LogChecks::LogChecks(StoreReader reader, std::string className)
 }
 
 void LogChecks::observe(std::string_view name, const json& e) {
-  history_.observe(e);
+  history_.observe(observing());
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
   if (name == log_events::kAppProduce || name == log_events::kAppConsume || name == log_events::kAppProbe ||

@@ -39,6 +39,8 @@ class ObjectChecker : public sim::TraceSink {
   const std::string& label(const nlohmann::json& event) const;
 
   virtual void observe(std::string_view ev, const nlohmann::json& event) = 0;
+  // The event observe() is handling, with the header the World read.
+  const sim::TraceEvent& observing() const { return *observing_; }
   // The invariant whose check a malformed `ev` event would have fed.
   virtual std::string invariant_for(std::string_view ev) const = 0;
 

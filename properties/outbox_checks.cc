@@ -137,7 +137,7 @@ std::optional<OutboxChecks::Write::Stored> OutboxChecks::storedRow(const std::st
 }
 
 void OutboxChecks::observe(std::string_view ev, const json& e) {
-  history_.observe(e);
+  history_.observe(observing());
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
     return;

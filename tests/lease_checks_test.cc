@@ -950,9 +950,9 @@ struct EngineRig : LogRig, sim::TraceSink {
     env.options = std::move(options);
     world.observe(*this);
   }
-  void record(const json& event) override {
+  void record(const sim::TraceEvent& event) override {
     if (!tamper) return checks.record(event);
-    const json changed = tamper(event);
+    const json changed = tamper(event.json());
     if (!changed.is_null()) checks.record(changed);
   }
 };

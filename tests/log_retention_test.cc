@@ -537,8 +537,8 @@ TEST(LogVariantH20, NoIntentAndARecomputedRangeOnlyWithTheFlag) {
 // record that is still hot (what a crash between two flush writes would leave behind).
 struct SegmentOverHotWatch : sim::TraceSink {
   explicit SegmentOverHotWatch(LogRig& r) : rig(r) {}
-  void record(const json& e) override {
-    if (e.value("ev", "") != "commit" || !rig.hasTable("durability_log_segments")) return;
+  void record(const sim::TraceEvent& e) override {
+    if (!e.is("commit") || !rig.hasTable("durability_log_segments")) return;
     seen = seen || rig.count("SELECT COUNT(*) AS n FROM durability_log_segments"
                              " WHERE last_offset >= (SELECT MIN(\"offset\") FROM durability_log_records)") > 0;
   }

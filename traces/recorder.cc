@@ -71,11 +71,12 @@ class EventEncoder {
  private:
   // Room for `n` more bytes at the end of what is written.
   char* room(std::size_t n) {
-    if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n + 256));
+    if (size_ + n > out_.size()) [[unlikely]] grow(n);
     char* at = out_.data() + size_;
     size_ += n;
     return at;
   }
+  [[gnu::noinline]] void grow(std::size_t n) { out_.resize(std::max(out_.size() * 2, size_ + n + 256)); }
   void tag(char c) { *room(1) = c; }
   void word(uint64_t w) {
     char* at = room(8);

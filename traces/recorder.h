@@ -37,6 +37,7 @@ class Recorder final : public sim::TraceSink {
  public:
   explicit Recorder(bool keep_lines) : keep_lines_(keep_lines) {}
 
+  using sim::TraceSink::record;
   void record(const sim::TraceEvent& event) override;
 
   uint64_t hash() const { return hash_; }

@@ -24,6 +24,7 @@ class ReplayComparer final : public sim::TraceSink {
  public:
   explicit ReplayComparer(const TraceFile& expected) : expected_(expected) {}
 
+  using sim::TraceSink::record;
   void record(const sim::TraceEvent& event) override;
   // Call when the re-run has ended: a replay that stopped short of the trace also diverges.
   void finish();
