@@ -58,13 +58,14 @@ Tallies& Tallies::operator=(const Tallies& other) {
 
 InvariantTally& Tallies::add_entry(std::string_view id) {
   const auto [entry, added] = by_id_.try_emplace(std::string(id));
-  index_.emplace(entry->first, &entry->second);
+  if (id.size() <= kPackedMax) short_index_.emplace(packed(id), &entry->second);
   return entry->second;
 }
 
 void Tallies::reindex() {
-  index_.clear();
-  for (auto& [id, tally] : by_id_) index_.emplace(id, &tally);
+  short_index_.clear();
+  for (auto& [id, tally] : by_id_)
+    if (id.size() <= kPackedMax) short_index_.emplace(packed(id), &tally);
 }
 
 void Tallies::merge(const Tallies& other) {
