@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "engine/conventions.h"
-#include "engine/json_fields.h"
 
 namespace durasim {
 

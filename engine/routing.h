@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
-#include "engine/json_fields.h"
 #include "engine/load.h"
 #include "engine/routing_events.h"
 #include "engine/runtime.h"

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <memory>
 
-#include "engine/json_fields.h"
 #include "sim/async_event.h"
 #include "sim/object_internals.h"
 

@@ -3,7 +3,6 @@
 // Keeps RT-15 (stub ordering, dead stubs) and RT-16 (error semantics).
 #include "sim/object_internals.h"
 
-#include "engine/json_fields.h"
 
 namespace durasim::sim {
 namespace {

@@ -1,7 +1,6 @@
 // OutboundSamples; see outbound_samples.h.
 #include "workloads/outbound_samples.h"
 
-#include "engine/json_fields.h"
 #include "engine/routing_events.h"
 
 namespace durasim::workloads {
