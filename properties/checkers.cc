@@ -14,7 +14,6 @@
 #include "model/alarms_model.h"
 #include "properties/alarm_checks.h"
 #include "properties/event_bus_checks.h"
-#include "properties/event_fields.h"
 #include "properties/fanout_checks.h"
 #include "properties/lease_checks.h"
 #include "properties/log_checks.h"

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,11 +16,6 @@ inline std::string str(int64_t v) { return std::to_string(v); }
 inline std::string str(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
 inline std::optional<int64_t> optInt(const nlohmann::json& v) {
   return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>());
-}
-// The event's type, its "ev" field ("" when it has none).
-inline std::string_view kind(const nlohmann::json& e) {
-  const auto ev = e.find("ev");
-  return ev != e.end() && ev->is_string() ? std::string_view(ev->get_ref<const std::string&>()) : std::string_view();
 }
 inline int64_t num(const nlohmann::json& e, const char* field) { return e.at(field).get<int64_t>(); }
 inline std::string text(const nlohmann::json& e, const char* field) { return e.at(field).get<std::string>(); }
