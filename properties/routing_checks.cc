@@ -26,14 +26,11 @@ RoutingChecks::RoutingChecks() {
 }
 
 void RoutingChecks::record(const sim::TraceEvent& event) {
-  const std::string_view type = event.type();
-  if (!type.starts_with(routing_events::kAppPrefix) && !type.starts_with(routing_events::kAppLoadPrefix) &&
-      !type.starts_with(routing_events::kPrefix))
-    return;
+  const std::string_view name = event.type();
   const json& e = event.json();
-  const std::string name(type);
-  if (name.rfind(routing_events::kAppPrefix, 0) == 0) return onApp(name, e);
-  if (name.rfind(routing_events::kAppLoadPrefix, 0) == 0) return onAppLoad(name, e);
+  if (name.starts_with(routing_events::kAppPrefix)) return onApp(name, e);
+  if (name.starts_with(routing_events::kAppLoadPrefix)) return onAppLoad(name, e);
+  if (!name.starts_with(routing_events::kPrefix)) return;
   const std::string label = e.contains("client") && e.at("client").is_string() ? e.at("client").get<std::string>() : "";
   Client& client = clients_[label];
   try {
@@ -47,7 +44,7 @@ void RoutingChecks::record(const sim::TraceEvent& event) {
     if (name == routing_events::kResize) return onResize(client, e);
     if (name == routing_events::kPushReturn) return onReturn(client, e);
   } catch (const json::exception& error) {
-    tallies_.check(invariantFor(name), false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
+    tallies_.check(invariantFor(name), false, [&] { return "malformed '" + std::string(name) + "' event " + e.dump() + ": " + error.what(); });
   }
 }
 
@@ -247,7 +244,7 @@ void RoutingChecks::onReturn(Client& client, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // The application's side of each call
 
-void RoutingChecks::onApp(const std::string& name, const json& e) {
+void RoutingChecks::onApp(std::string_view name, const json& e) {
   const char* id = name == routing_events::kAppPushed ? "RTE-02" : "RTE-01";
   try {
     const int64_t callId = num(e, "call"), t = num(e, "t");
@@ -274,7 +271,7 @@ void RoutingChecks::onApp(const std::string& name, const json& e) {
       onAppPushed(call, e);
     }
   } catch (const json::exception& error) {
-    tallies_.check(id, false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
+    tallies_.check(id, false, [&] { return "malformed '" + std::string(name) + "' event " + e.dump() + ": " + error.what(); });
   }
 }
 
@@ -311,7 +308,7 @@ void RoutingChecks::onAppPushed(AppCall& call, const json& e) {
 }
 
 // RTE-08: what the application read of its RoutingLoad equals the spec's window over its samples.
-void RoutingChecks::onAppLoad(const std::string& name, const json& e) {
+void RoutingChecks::onAppLoad(std::string_view name, const json& e) {
   try {
     model::LoadWindowModel& window = windows_[{e.at("object").get<std::string>(), num(e, "incarnation")}];
     const int64_t now = num(e, "now");
@@ -327,7 +324,7 @@ void RoutingChecks::onAppLoad(const std::string& name, const json& e) {
              ", completed " + str(expected.completed) + ", average " + (expected.averageMs ? std::to_string(*expected.averageMs) : "none");
     });
   } catch (const json::exception& error) {
-    tallies_.check("RTE-08", false, [&] { return "malformed '" + name + "' event " + e.dump() + ": " + error.what(); });
+    tallies_.check("RTE-08", false, [&] { return "malformed '" + std::string(name) + "' event " + e.dump() + ": " + error.what(); });
   }
 }
 

@@ -95,9 +95,9 @@ class RoutingChecks final : public sim::TraceSink {
     nlohmann::json success;                 // what it returned: true, false, or null when it threw
     bool pushed = false;                    // the push has given the caller its outcome
   };
-  void onApp(const std::string& name, const nlohmann::json& e);
+  void onApp(std::string_view name, const nlohmann::json& e);
   void onAppPushed(AppCall& call, const nlohmann::json& e);
-  void onAppLoad(const std::string& name, const nlohmann::json& e);
+  void onAppLoad(std::string_view name, const nlohmann::json& e);
 
   sim::Tallies tallies_;
   std::map<std::string, Client> clients_;

@@ -3,7 +3,6 @@
 // Keeps RT-15 (stub ordering, dead stubs) and RT-16 (error semantics).
 #include "sim/object_internals.h"
 
-
 namespace durasim::sim {
 namespace {
 
@@ -111,16 +110,18 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     World& world = runtime_.world();
     SimObject& callee = runtime_.object(class_name_, name_);
     Incarnation& incarnation = callee.ensure_live();
-    world.emit("rpc.deliver",
-               JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
+    const auto trace_delivery = [&] {
+      world.emit("rpc.deliver",
+                 JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
+    };
+    trace_delivery();
     auto reply = std::make_shared<Reply>(world.executor());
     auto self = shared_from_this();
     world.tasks().spawn("rpc.reply", forward_reply(self, call.id, reply, call.outcome, call.reply_latency));
     incarnation.deliver_call(call.method, call.args, reply);
     // rpc.duplicate_delivery (arbitrary): the callee executes the call a second time; that reply is lost.
     if (runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"})) {
-      world.emit("rpc.deliver",
-               JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
+      trace_delivery();
       incarnation.deliver_call(call.method, call.args, std::make_shared<Reply>(world.executor()));
     }
   }
