@@ -41,6 +41,9 @@ StoreReader reader_of(const sim::StoreView& stores) {
                      [&stores](const std::string& label, std::string_view table) { return stores.has_table(label, table); },
                      [&stores](const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) {
                        return stores.live_changes(label, table, cursor);
+                     },
+                     [&stores](const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) {
+                       return stores.live_key_changes(label, table, cursor);
                      }};
 }
 

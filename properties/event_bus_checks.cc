@@ -36,11 +36,6 @@ bool released(const std::optional<json>& dead) { return dead && dead->is_object(
 int64_t releasesOf(const json& dead) {
   return dead.is_object() && dead.contains("releases") && dead.at("releases").is_number_integer() ? dead.at("releases").get<int64_t>() : 0;
 }
-// The upper bound of the keys starting with `prefix` (every prefix ends with ':').
-std::string pastPrefix(std::string prefix) {
-  prefix.back() = ';';
-  return prefix;
-}
 std::string show(const std::optional<json>& v) { return v ? v->dump() : std::string("absent"); }
 
 }  // namespace
@@ -92,6 +87,7 @@ std::string EventBusChecks::invariant_for(std::string_view ev) const {
 }
 
 void EventBusChecks::observe(std::string_view ev, const json& e) {
+  ++checked_;
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
     return;
@@ -199,51 +195,29 @@ std::vector<EventBusChecks::Consumer> EventBusChecks::consumersOf(const std::str
 // ---------------------------------------------------------------------------------------------
 // Reading the store
 
-std::optional<json> EventBusChecks::kv(const std::string& label, const std::string& key) const {
-  if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return std::nullopt;
-  const std::optional<SqlRow> r = reader_(label, "SELECT value FROM " DURASIM_EVENTS_KV " WHERE key = ?", {key}).next();
-  if (!r) return std::nullopt;
-  return deserialize(r->text("value"));
+const StoredBus& EventBusChecks::stored(const std::string& label) const {
+  auto& [bus, checkedAt] = stored_.try_emplace(label).first->second;
+  if (checkedAt != checked_) {
+    bus.refresh(reader_, label);
+    checkedAt = checked_;
+  }
+  return bus;
 }
 
+std::optional<json> EventBusChecks::kv(const std::string& label, const std::string& key) const { return stored(label).value(key); }
+
 std::optional<std::pair<int64_t, std::string>> EventBusChecks::logEntry(const std::string& label, const std::string& ns, const std::string& id) const {
-  if (!reader_.hasTable(label, DURASIM_EVENTS_LOG)) return std::nullopt;
-  const std::optional<SqlRow> r = reader_(label, "SELECT seq, payload FROM " DURASIM_EVENTS_LOG " WHERE ns = ? AND id = ?", {ns, id}).next();
-  if (!r) return std::nullopt;
-  return std::make_pair(r->int64("seq"), r->text("payload"));
+  return stored(label).entry(ns, id);
 }
 
 // The records of one namespace: id -> seq (of the record for a topic log, the payload's for an index).
-std::map<std::string, int64_t> EventBusChecks::entries(const std::string& label, const std::string& ns) const {
-  std::map<std::string, int64_t> out;
-  if (!reader_.hasTable(label, DURASIM_EVENTS_LOG)) return out;
-  const bool index = ns.substr(0, events::keys::kTopicLog.size()) != events::keys::kTopicLog;
-  for (const SqlRow& r : reader_(label, "SELECT seq, id, payload FROM " DURASIM_EVENTS_LOG " WHERE ns = ?", {ns}).toVector()) {
-    int64_t seq = r.int64("seq");
-    if (index) {
-      const json payload = deserialize(r.text("payload"));
-      seq = payload.is_object() && payload.contains("seq") && payload.at("seq").is_number_integer() ? payload.at("seq").get<int64_t>() : -1;
-    }
-    out[r.text("id")] = seq;
-  }
-  return out;
-}
+std::map<std::string, int64_t> EventBusChecks::entries(const std::string& label, const std::string& ns) const { return stored(label).entries(ns); }
 
 std::map<std::string, json> EventBusChecks::valuesUnder(const std::string& label, const std::string& prefix) const {
-  std::map<std::string, json> out;
-  if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return out;
-  for (const SqlRow& r : reader_(label, "SELECT key, value FROM " DURASIM_EVENTS_KV " WHERE key >= ? AND key < ?", {prefix, pastPrefix(prefix)}).toVector())
-    out[r.text("key")] = deserialize(r.text("value"));
-  return out;
+  return stored(label).valuesUnder(prefix);
 }
 
-std::set<std::string> EventBusChecks::keysUnder(const std::string& label, const std::string& prefix) const {
-  std::set<std::string> out;
-  if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return out;
-  for (const SqlRow& r : reader_(label, "SELECT key FROM " DURASIM_EVENTS_KV " WHERE key >= ? AND key < ?", {prefix, pastPrefix(prefix)}).toVector())
-    out.insert(r.text("key"));
-  return out;
-}
+std::set<std::string> EventBusChecks::keysUnder(const std::string& label, const std::string& prefix) const { return stored(label).keysUnder(prefix); }
 
 // ---------------------------------------------------------------------------------------------
 // Commits and durability decisions
@@ -330,13 +304,11 @@ void EventBusChecks::checkStored(const std::string& label, Bus& b, const std::ve
 
 // EVT-07 / EVT-09: the stored ack markers are exactly the won inserts committed so far.
 void EventBusChecks::checkAcks(const std::string& label, Bus& b) {
-  if (!reader_.hasTable(label, DURASIM_EVENTS_KV)) return;
-  const int64_t stored = reader_(label, "SELECT count(*) AS n FROM " DURASIM_EVENTS_KV " WHERE key >= ? AND key < ?",
-                                 {std::string(events::keys::kAck), pastPrefix(std::string(events::keys::kAck))})
-                             .one()
-                             .int64("n");
+  const StoredBus& tables = stored(label);
+  if (!tables.hasKv()) return;
+  const int64_t acks = tables.countUnder(events::keys::kAck);
   const int64_t expected = static_cast<int64_t>(b.state.staged().acks.size() + b.strayAcks.size());
-  if (stored == expected) {
+  if (acks == expected) {
     tallies_.check("EVT-09", true, [] { return std::string(); });
     return;
   }
@@ -508,6 +480,7 @@ void EventBusChecks::checkKeys(const std::string& label, const Facts& facts) {
 }
 
 void EventBusChecks::finish() {
+  ++checked_;
   for (auto& [label, b] : objects_) {
     const Facts& facts = b.state.local();
     checkWhole(label, b);

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/durable_state.h"
+#include "properties/event_bus_store.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
 
@@ -163,6 +164,7 @@ class EventBusChecks final : public ObjectChecker {
   std::set<std::string> keysUnder(const std::string& label, const std::string& prefix) const;
   std::map<std::string, nlohmann::json> valuesUnder(const std::string& label, const std::string& prefix) const;
   std::vector<Consumer> consumersOf(const std::string& label) const;
+  const StoredBus& stored(const std::string& label) const;  // refreshed once per event checked
 
   // event_bus_history.cc: what happened
   void onProbe(std::string_view ev, const std::string& label, Bus& bus, const nlohmann::json& e);
@@ -193,6 +195,10 @@ class EventBusChecks final : public ObjectChecker {
   std::vector<std::string> buses_;
   std::optional<int64_t> healedAt_;
   std::map<std::string, Bus> objects_;
+  // Each object's stored tables and the event they were last refreshed for: a cache of what the
+  // store holds, kept current before any read (the reads are of the live store at the event).
+  mutable std::map<std::string, std::pair<StoredBus, uint64_t>> stored_;
+  uint64_t checked_ = 0;  // events checked so far (the end of the run counts as one)
 };
 
 }  // namespace durasim::properties

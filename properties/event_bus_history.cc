@@ -4,6 +4,8 @@
 // event_bus_checks.h. Every write a probe reports is staged for its transaction's commit.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <ranges>
 #include <utility>
 
 #include "engine/conventions.h"
@@ -37,6 +39,15 @@ std::string who(const std::string& label, const std::string& topic, const std::s
   s += id;
   s += ")";
   return s;
+}
+
+// The poll loops of one consumer, every generation, in a map keyed by (consumer, generation).
+template <typename Loops, typename Consumer>
+auto loopsOf(Loops& loops, const Consumer& c) {
+  const auto first = loops.lower_bound({c, INT64_MIN});
+  auto last = first;
+  while (last != loops.end() && last->first.first == c) ++last;
+  return std::ranges::subrange(first, last);
 }
 
 std::optional<json> present(const json& v) { return v.is_null() ? std::nullopt : std::optional<json>(v); }
@@ -143,8 +154,7 @@ void EventBusChecks::onEmit(const std::string& label, Bus& b, const json& e) {
   }
   tallies_.check("EVT-01", found == log.end(), [&] { return label + " appended a second record of " + topic + "/" + id + " at seq " + str(seq); });
   if (const std::optional<int64_t> maxDepth = optInt(e.at("maxDepth"))) {
-    const int64_t stored =
-        reader_(label, "SELECT count(*) AS n FROM " DURASIM_EVENTS_LOG " WHERE ns = ?", {Keys(topic, "", true).log()}).one().int64("n");
+    const int64_t stored = this->stored(label).count(Keys(topic, "", true).log());
     tallies_.check("EVT-03", stored <= *maxDepth, [&] {
       return label + " appended " + topic + "/" + id + " leaving " + str(stored) + " records, maxDepth " + str(*maxDepth);
     });
@@ -158,9 +168,7 @@ void EventBusChecks::onEmitRefused(const std::string& label, const json& e) {
   const int64_t depth = num(e, "depth"), maxDepth = num(e, "maxDepth");
   const std::string ns = Keys(topic, "", true).log();
   const bool stored = logEntry(label, ns, id).has_value();
-  const int64_t count = reader_.hasTable(label, DURASIM_EVENTS_LOG)
-                            ? reader_(label, "SELECT count(*) AS n FROM " DURASIM_EVENTS_LOG " WHERE ns = ?", {ns}).one().int64("n")
-                            : 0;
+  const int64_t count = this->stored(label).count(ns);
   tallies_.check("EVT-03", depth == maxDepth && !stored && count >= maxDepth, [&] {
     return label + " refused " + topic + "/" + id + " reporting depth " + str(depth) + " (maxDepth " + str(maxDepth) + ", " + str(count) +
            " stored" + (stored ? ", the id already stored" : "") + ")";
@@ -507,8 +515,8 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
   b.passes.erase(found);
   const auto& [topic, consumer] = p.consumer;
   const std::string name = label + " (" + topic + ", " + consumer + ") pass " + str(id);
-  for (auto& [key, loop] : b.loops)
-    if (key.first == p.consumer && loop.pass == id) loop.progressed = p.won > 0 && e.at("failed").is_null();
+  for (auto& [key, loop] : loopsOf(b.loops, p.consumer))
+    if (loop.pass == id) loop.progressed = p.won > 0 && e.at("failed").is_null();
   tallies_.check("EVT-07", num(e, "delivered") == p.won, [&] { return name + " returned " + str(num(e, "delivered")) + " having created " + str(p.won) + " ack markers"; });
   if (!e.at("failed").is_null()) return;
   tallies_.check("EVT-12", !p.due, [&] { return name + " never called the handler for due event " + *p.due; });
@@ -667,7 +675,7 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
     loop.gap = conf.pollMs;
     loop.anchor = t;
   } else if (ev == ev::kTickBegin) {
-    const bool overlap = std::any_of(b.loops.begin(), b.loops.end(), [&](const auto& l) { return l.first.first == c && l.second.ticking; });
+    const bool overlap = std::ranges::any_of(loopsOf(b.loops, c), [](const auto& l) { return l.second.ticking; });
     tallies_.check("EVT-38", !overlap && !loop.stopped && num(e, "gap") == loop.gap && t - loop.anchor >= loop.gap, [&] {
       return name + " tick at " + str(t) + " after a gap of " + str(num(e, "gap")) + (overlap ? " while another tick runs" : "") +
              (loop.stopped ? " after stop" : "") + "; expected a gap of " + str(loop.gap) + " from " + str(loop.anchor);

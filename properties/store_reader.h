@@ -2,7 +2,7 @@
 // `?` parameters bound in order, on the store of the object labelled "Class/name" at the instant of
 // the event being checked. Values go in parameters, not in the text, so that each statement is
 // prepared once per store. Whether a table exists is asked apart: it is asked at most events. So are
-// the rows of a table changed since a check's last look (properties/table_mirror.h).
+// the rows (or keys) of a table changed since a check's last look (properties/table_mirror.h).
 #pragma once
 
 #include <functional>
@@ -25,12 +25,20 @@ struct StoreReader {
   // every table is read whole.
   std::function<std::optional<std::vector<int64_t>>(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor)>
       changes = nullptr;
+  // The keys of a live WITHOUT ROWID table changed since a cursor (sim::StoreView::live_key_changes);
+  // when not given, such a table is read whole.
+  std::function<std::optional<std::vector<std::string>>(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor)>
+      keyChanges = nullptr;
 
   SqlCursor operator()(const std::string& label, std::string_view sql, const std::vector<SqlValue>& params = {}) const {
     return read(label, sql, params);
   }
   std::optional<std::vector<int64_t>> changedRows(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) const {
     if (changes) return changes(label, table, cursor);
+    return std::nullopt;
+  }
+  std::optional<std::vector<std::string>> changedKeys(const std::string& label, std::string_view table, sim::RowChangeCursor& cursor) const {
+    if (keyChanges) return keyChanges(label, table, cursor);
     return std::nullopt;
   }
   bool hasTable(const std::string& label, std::string_view table) const {

@@ -322,6 +322,12 @@ std::string canonical_dump(sqlite3* db) {
 // ---------------------------------------------------------------------------------------------
 // The optional file mirror
 
+// A value's text as SQLite converts it (a key of a WITHOUT ROWID table, for the row-change journal).
+std::string_view value_text(sqlite3_value* value) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
+  return text ? std::string_view(text, static_cast<std::size_t>(sqlite3_value_bytes(value))) : std::string_view();
+}
+
 std::string read_file(const std::optional<std::string>& path) {
   if (!path || !std::filesystem::exists(*path)) return {};
   std::ifstream in(*path, std::ios::binary);
@@ -458,17 +464,40 @@ bool SqliteStore::observe_live_has_table(std::string_view table) {
 }
 
 std::optional<std::vector<int64_t>> SqliteStore::observe_live_changes(std::string_view table, RowChangeCursor& cursor) {
-  ClockScope clock(env_);
-  const int64_t schema_version = internal_int("PRAGMA schema_version").value_or(0);
-  return live_changes_.since(table, cursor, schema_version);
+  return live_changes_.since(table, cursor, live_schema_version());
 }
 
-void SqliteStore::note_change(void* self, sqlite3*, int op, const char* database, const char* table, sqlite3_int64 rowid_before,
+std::optional<std::vector<std::string>> SqliteStore::observe_live_key_changes(std::string_view table, RowChangeCursor& cursor) {
+  return live_changes_.keys_since(table, cursor, live_schema_version());
+}
+
+// Asked before every incremental read of a table: stepped directly, its one value read in place.
+int64_t SqliteStore::live_schema_version() {
+  static constexpr std::string_view kSql = "PRAGMA schema_version";
+  StatementCache::Entry* entry = live_statements_.find(kSql, false);
+  StatementCache::Entry single_use;  // when the cache is full
+  if (!entry) {
+    FlagScope internal_statement(user_statement_, false);  // the authorizer lets it through
+    sqlite3_stmt* raw = nullptr;
+    if (const int rc = sqlite3_prepare_v2(live_.get(), kSql.data(), static_cast<int>(kSql.size()), &raw, nullptr); rc != SQLITE_OK) fail(rc);
+    entry = &live_statements_.keep(kSql, false, {Statement(raw), false, nullptr}, single_use);
+  }
+  sqlite3_stmt* raw = entry->statement.get();
+  const StatementReset reset(raw);
+  return sqlite3_step(raw) == SQLITE_ROW ? sqlite3_column_int64(raw, 0) : 0;
+}
+
+void SqliteStore::note_change(void* self, sqlite3* db, int op, const char* database, const char* table, sqlite3_int64 rowid_before,
                               sqlite3_int64 rowid_after) {
   if (std::strcmp(database, "main") != 0) return;
   RowChangeJournal& journal = static_cast<SqliteStore*>(self)->live_changes_;
   if (op != SQLITE_INSERT) journal.note(table, rowid_before);               // the row deleted or updated
   if (op != SQLITE_DELETE && (op == SQLITE_INSERT || rowid_after != rowid_before)) journal.note(table, rowid_after);
+  // SQLite reports rowid 0 for a WITHOUT ROWID table: its rows are named by their first column.
+  if (rowid_before != 0 || rowid_after != 0) return;
+  sqlite3_value* key = nullptr;
+  if (op != SQLITE_INSERT && sqlite3_preupdate_old(db, 0, &key) == SQLITE_OK) journal.note_key(table, value_text(key));
+  if (op != SQLITE_DELETE && sqlite3_preupdate_new(db, 0, &key) == SQLITE_OK) journal.note_key(table, value_text(key));
 }
 
 std::optional<int64_t> SqliteStore::observe_live_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }
@@ -579,6 +608,7 @@ int SqliteStore::authorize_user(int action, const char* arg1, const char* arg2) 
 
 void SqliteStore::ensure_transaction() {
   if (in_transaction_) return;
+  transaction_mark_ = live_changes_.mark();
   internal("BEGIN");
   in_transaction_ = true;
   schema_cookie_ = schema_cookie(live_image_.bytes());
@@ -588,22 +618,27 @@ void SqliteStore::rollback_everything() {
   FlagScope scope(user_statement_, false);
   // SQLite may already have rolled back by itself; then there is nothing left to undo.
   if (sqlite3_get_autocommit(live_.get()) == 0) sqlite3_exec(live_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (in_transaction_) live_changes_.renote_since(transaction_mark_);
   in_transaction_ = false;
   savepoints_ = 0;
+  savepoint_marks_.clear();
   live_image_.forget_changes();
 }
 
 // A conflict clause (OR ROLLBACK, RAISE(ROLLBACK)) rolled the whole implicit transaction back: it
 // continues empty, with the savepoints the caller still holds.
 void SqliteStore::restart_lost_transaction() {
+  live_changes_.renote_since(transaction_mark_);
   in_transaction_ = false;
   live_image_.forget_changes();
   ensure_transaction();
   for (std::size_t i = 0; i < savepoints_; ++i) internal("SAVEPOINT _cf_sp" + std::to_string(i));
+  savepoint_marks_.assign(savepoints_, live_changes_.mark());
 }
 
 void SqliteStore::savepoint_begin() {
   ensure_transaction();
+  savepoint_marks_.push_back(live_changes_.mark());
   internal("SAVEPOINT _cf_sp" + std::to_string(savepoints_));
   ++savepoints_;
 }
@@ -611,6 +646,7 @@ void SqliteStore::savepoint_begin() {
 void SqliteStore::savepoint_release() {
   if (savepoints_ == 0) return;
   --savepoints_;
+  savepoint_marks_.pop_back();
   internal("RELEASE _cf_sp" + std::to_string(savepoints_));
 }
 
@@ -620,6 +656,8 @@ void SqliteStore::savepoint_rollback() {
   const std::string name = "_cf_sp" + std::to_string(savepoints_);
   internal("ROLLBACK TO " + name);
   internal("RELEASE " + name);
+  live_changes_.renote_since(savepoint_marks_.back());
+  savepoint_marks_.pop_back();
 }
 
 std::optional<LocalCommit> SqliteStore::commit_local() {
@@ -721,6 +759,7 @@ void SqliteStore::decide(std::size_t keep) {
     live_.reset();  // closing the connection discards its open transaction
     in_transaction_ = false;
     savepoints_ = 0;
+    savepoint_marks_.clear();
     live_image_.replace(durable_image_);
     open_live();
   }

@@ -117,6 +117,8 @@ class SqliteStore {
   // The rowids of the live table `table` changed since `cursor`, advancing it; nullopt when it must
   // be read whole (sim/row_changes.h).
   std::optional<std::vector<int64_t>> observe_live_changes(std::string_view table, RowChangeCursor& cursor);
+  // The keys (first column) of the live WITHOUT ROWID table `table` changed since `cursor`, likewise.
+  std::optional<std::vector<std::string>> observe_live_key_changes(std::string_view table, RowChangeCursor& cursor);
 
  private:
   enum class Access { user, internal };
@@ -154,6 +156,7 @@ class SqliteStore {
   static void note_change(void* self, sqlite3* db, int op, const char* database, const char* table, long long rowid_before,
                           long long rowid_after);
   int authorize_user(int action, const char* arg1, const char* arg2);
+  int64_t live_schema_version();
 
   SqlEnvironment env_;
   std::optional<std::string> file_path_;
@@ -165,6 +168,9 @@ class SqliteStore {
   bool in_transaction_ = false;
   uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
   std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction
+  // Where the journal stood when the implicit transaction and each open savepoint began.
+  RowChangeJournal::Mark transaction_mark_;
+  std::vector<RowChangeJournal::Mark> savepoint_marks_;
   std::deque<PendingCommit> unconfirmed_;
   uint64_t last_number_ = 0;
   int64_t max_bytes_ = kStorageMaxBytes;

@@ -46,6 +46,11 @@ std::optional<std::vector<int64_t>> StoreView::live_changes(std::string_view lab
   return store(label).observe_live_changes(table, cursor);
 }
 
+std::optional<std::vector<std::string>> StoreView::live_key_changes(std::string_view label, std::string_view table,
+                                                                    RowChangeCursor& cursor) const {
+  return store(label).observe_live_key_changes(table, cursor);
+}
+
 void StoreView::add(const std::string& label, SqliteStore& store) {
   if (!stores_.emplace(label, &store).second) throw std::logic_error("store view: '" + label + "' is registered twice");
 }

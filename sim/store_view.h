@@ -57,6 +57,8 @@ class StoreView {
   // The rowids of the live table `table` of `label` changed since `cursor`, advancing it; nullopt
   // when the table must be read whole (sim/row_changes.h).
   std::optional<std::vector<int64_t>> live_changes(std::string_view label, std::string_view table, RowChangeCursor& cursor) const;
+  // The keys of the live WITHOUT ROWID table `table` of `label` changed since `cursor`, likewise.
+  std::optional<std::vector<std::string>> live_key_changes(std::string_view label, std::string_view table, RowChangeCursor& cursor) const;
 
   // For object hosts. REQUIRES: `label` is not registered; `store` outlives its registration.
   void add(const std::string& label, SqliteStore& store);

@@ -1,9 +1,10 @@
 // The row-change journal (sim/row_changes.h) of SqliteStore's live state and the checkers' table
 // mirrors built on it (properties/table_mirror.h): every way SQLite can change a row is noted (also
-// DELETE without WHERE and rows displaced by REPLACE), undone changes stay noted, a new live
-// connection or a schema change sends readers back to a whole read, and a mirror refreshed from
-// the journal always equals the table read whole, whatever random writes, rollbacks, commits and
-// durability decisions came between.
+// DELETE without WHERE and rows displaced by REPLACE), by rowid or, in a WITHOUT ROWID table, by
+// key; undone changes stay noted and a rollback notes again what it undid; a new live connection or
+// a schema change sends readers back to a whole read; and a mirror refreshed from the journal, at
+// any moment, always equals the table read whole, whatever random writes, savepoints, rollbacks,
+// commits and durability decisions came between.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -42,6 +43,37 @@ TEST(RowChangeJournal, ANewCursorReadsWholeThenOnlyItsTablesNotes) {
   EXPECT_EQ(journal.since("nowhere", cursor, 2), std::vector<int64_t>{});
 }
 
+TEST(RowChangeJournal, KeyedNotesGoToKeyReadersOnly) {
+  RowChangeJournal journal;
+  RowChangeCursor rows, keys;
+  journal.since("kv", rows, 1);
+  journal.keys_since("kv", keys, 1);
+  journal.note_key("kv", "a");
+  journal.note("kv", 3);
+  journal.note_key("kv", "b");
+  EXPECT_EQ(journal.keys_since("kv", keys, 1), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(journal.since("kv", rows, 1), (std::vector<int64_t>{3}));
+}
+
+TEST(RowChangeJournal, ARollbackNotesAgainWhatItUndid) {
+  RowChangeJournal journal;
+  RowChangeCursor rows, keys;
+  journal.since("t", rows, 1);
+  journal.keys_since("kv", keys, 1);
+  journal.note("t", 1);
+  const RowChangeJournal::Mark mark = journal.mark();
+  journal.note("t", 2);
+  journal.note_key("kv", "a");
+  EXPECT_EQ(journal.since("t", rows, 1), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(journal.keys_since("kv", keys, 1), std::vector<std::string>{"a"});
+  journal.renote_since(mark);  // rows 2 and key a are back as they were before the mark
+  EXPECT_EQ(journal.since("t", rows, 1), std::vector<int64_t>{2});
+  EXPECT_EQ(journal.keys_since("kv", keys, 1), std::vector<std::string>{"a"});
+  journal.restart();
+  journal.renote_since(mark);  // a mark of a journal since restarted notes nothing
+  EXPECT_FALSE(journal.since("t", rows, 1).has_value());
+}
+
 constexpr int64_t kNow = 1'700'000'000'000;
 
 struct Store {
@@ -51,6 +83,7 @@ struct Store {
 
   Store() {
     store.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT UNIQUE, v INTEGER)");
+    store.exec("CREATE TABLE kv(key TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID");
     const std::optional<sim::LocalCommit> created = store.commit_local();
     store.confirm_overtaking(created->number);  // durable: no decision drops the table
     changes();  // the first look reads whole
@@ -61,7 +94,15 @@ struct Store {
     if (!rowids) return std::nullopt;
     return std::set<int64_t>(rowids->begin(), rowids->end());
   }
+  // The distinct keys of kv noted since the last look, or nullopt for "read it whole".
+  std::optional<std::set<std::string>> keyChanges() {
+    const std::optional<std::vector<std::string>> keys = store.observe_live_key_changes("kv", keyCursor);
+    if (!keys) return std::nullopt;
+    return std::set<std::string>(keys->begin(), keys->end());
+  }
   void commit() { store.commit_local(); }
+
+  RowChangeCursor keyCursor;
 };
 
 TEST(RowChangeJournal, NotesInsertsUpdatesAndDeletesOfTheLiveStore) {
@@ -101,6 +142,38 @@ TEST(RowChangeJournal, ChangesUndoneByARollbackStayNoted) {
   EXPECT_EQ(s.changes(), (std::set<int64_t>{4})) << "a reader re-reads it and finds it gone";
 }
 
+TEST(RowChangeJournal, NotesTheKeysOfAWithoutRowidTable) {
+  Store s;
+  s.keyChanges();
+  s.store.exec("INSERT INTO kv VALUES ('a', 1), ('b', 2)");
+  EXPECT_EQ(s.keyChanges(), (std::set<std::string>{"a", "b"}));
+  s.store.exec("UPDATE kv SET v = 5 WHERE key = 'b'");
+  EXPECT_EQ(s.keyChanges(), std::set<std::string>{"b"});
+  s.store.exec("UPDATE kv SET key = 'c' WHERE key = 'a'");
+  EXPECT_EQ(s.keyChanges(), (std::set<std::string>{"a", "c"})) << "a key update notes the old and the new key";
+  s.store.exec("INSERT OR REPLACE INTO kv VALUES ('b', 7)");
+  EXPECT_EQ(s.keyChanges(), std::set<std::string>{"b"});
+  s.store.exec("DELETE FROM kv");
+  EXPECT_EQ(s.keyChanges(), (std::set<std::string>{"b", "c"}));
+}
+
+TEST(RowChangeJournal, ARowReadBeforeItsRollbackIsNotedAgain) {
+  Store s;
+  s.keyChanges();
+  s.store.savepoint_begin();
+  s.store.exec("INSERT INTO t VALUES (4, 'd', 4)");
+  s.store.exec("INSERT INTO kv VALUES ('d', 4)");
+  EXPECT_EQ(s.changes(), std::set<int64_t>{4});  // a reader in the middle of the transaction
+  EXPECT_EQ(s.keyChanges(), std::set<std::string>{"d"});
+  s.store.savepoint_rollback();
+  EXPECT_EQ(s.changes(), std::set<int64_t>{4}) << "the rollback to the savepoint undid it";
+  EXPECT_EQ(s.keyChanges(), std::set<std::string>{"d"});
+  s.store.exec("INSERT INTO t VALUES (5, 'e', 5)");
+  EXPECT_EQ(s.changes(), std::set<int64_t>{5});
+  s.store.rollback_open();
+  EXPECT_EQ(s.changes(), (std::set<int64_t>{4, 5})) << "the rollback of the whole transaction undid both";
+}
+
 TEST(RowChangeJournal, SchemaChangesAndNewConnectionsSendReadersBackToAWholeRead) {
   Store s;
   s.store.exec("CREATE TABLE other(x)");
@@ -115,7 +188,10 @@ TEST(RowChangeJournal, SchemaChangesAndNewConnectionsSendReadersBackToAWholeRead
 // ---------------------------------------------------------------------------------------------
 // A mirror refreshed from the journal equals the table read whole.
 
-enum Op { kInsert, kReplace, kUpdate, kDeleteRange, kDeleteAll, kRollback, kCommit, kDecide, kRecreate, kOpCount };
+enum Op {
+  kInsert, kReplace, kUpdate, kDeleteRange, kDeleteAll, kRollback, kCommit, kDecide, kRecreate,
+  kKvPut, kKvRename, kKvDelete, kSavepoint, kRelease, kRollbackTo, kRollbackAll, kOpCount
+};
 
 std::map<int64_t, std::vector<SqlValue>> wholeTable(SqliteStore& store) {
   std::map<int64_t, std::vector<SqlValue>> rows;
@@ -129,15 +205,36 @@ std::map<int64_t, std::vector<SqlValue>> mirrored(const properties::TableMirror&
   return rows;
 }
 
+std::map<std::string, std::vector<SqlValue>> wholeKv(SqliteStore& store) {
+  std::map<std::string, std::vector<SqlValue>> rows;
+  if (!store.observe_live_has_table("kv")) return rows;
+  for (const SqlRow& row : store.observe_live("SELECT key AS _key, v FROM kv").toVector()) rows[row.text("_key")] = row.values();
+  return rows;
+}
+
+std::map<std::string, std::vector<SqlValue>> mirrored(const properties::KeyedTableMirror& mirror) {
+  std::map<std::string, std::vector<SqlValue>> rows;
+  for (const auto& [key, row] : mirror.rows()) rows[key] = row.values();
+  return rows;
+}
+
 SqlValue keyOf(int64_t n) { return std::string("k").append(std::to_string(n)); }
 
+// Mirrors refreshed at random moments, in the middle of transactions and savepoints too, equal
+// their tables read whole.
 RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
   Store s;
   properties::TableMirror mirror("t", "k, v");
+  properties::KeyedTableMirror keyed("kv", "key", "v");
   const properties::StoreReader reader{
       [&](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return s.store.observe_live(sql, params); }, nullptr,
-      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_changes(table, cursor); }};
-  const int steps = *rc::gen::inRange(1, 40);
+      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_changes(table, cursor); },
+      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_key_changes(table, cursor); }};
+  int savepoints = 0;
+  const auto releaseAll = [&] {
+    for (; savepoints > 0; --savepoints) s.store.savepoint_release();
+  };
+  const int steps = *rc::gen::inRange(1, 80);
   for (int step = 0; step < steps; ++step) {
     const auto op = static_cast<Op>(*rc::gen::inRange(0, static_cast<int>(kOpCount)));
     const int64_t a = *rc::gen::inRange(0, 80), b = *rc::gen::inRange(0, 80);
@@ -152,8 +249,12 @@ RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
         s.store.exec("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", {a, keyOf(b), b});
         s.store.savepoint_rollback();
         break;
-      case kCommit: s.store.commit_local(); break;
+      case kCommit:
+        releaseAll();
+        s.store.commit_local();
+        break;
       case kDecide: {
+        releaseAll();
         s.store.commit_local();
         const std::size_t unconfirmed = s.store.unconfirmed().size();
         s.store.decide(static_cast<std::size_t>(b) % (unconfirmed + 1));
@@ -163,12 +264,44 @@ RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
         s.store.exec("DROP TABLE t");
         s.store.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT UNIQUE, v INTEGER)");
         if (a % 2) s.store.exec("INSERT INTO t VALUES (?, 'x', 0)", {b});
+        s.store.exec("DROP TABLE IF EXISTS kv");
+        if (b % 2) s.store.exec("CREATE TABLE kv(key TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID");
+        break;
+      case kKvPut:
+      case kKvRename:
+      case kKvDelete:
+        if (!s.store.observe_live_has_table("kv")) break;
+        if (op == kKvPut) s.store.exec("INSERT OR REPLACE INTO kv VALUES (?, ?)", {keyOf(a % 20), b});
+        else if (op == kKvRename) s.store.exec("UPDATE OR REPLACE kv SET key = ? WHERE key = ?", {keyOf(b % 20), keyOf(a % 20)});
+        else s.store.exec("DELETE FROM kv WHERE key >= ?", {keyOf(a % 20)});
+        break;
+      case kSavepoint:
+        s.store.savepoint_begin();
+        ++savepoints;
+        break;
+      case kRelease:
+        if (savepoints > 0) {
+          s.store.savepoint_release();
+          --savepoints;
+        }
+        break;
+      case kRollbackTo:
+        if (savepoints > 0) {
+          s.store.savepoint_rollback();
+          --savepoints;
+        }
+        break;
+      case kRollbackAll:
+        s.store.rollback_open();
+        savepoints = 0;
         break;
       case kOpCount: break;
     }
     if (*rc::gen::inRange(0, 3) == 0) continue;  // some changes pile up between two looks
     mirror.refresh(reader, "t");
+    keyed.refresh(reader, "t");
     RC_ASSERT(mirrored(mirror) == wholeTable(s.store));
+    RC_ASSERT(mirrored(keyed) == wholeKv(s.store));
   }
 }
 
