@@ -70,14 +70,17 @@ void AlarmChecks::observe(std::string_view ev, const json& e) {
   }
   if (!e.contains("incarnation")) return;
   ++seq_;
-  // The rows as this event left them, read once: a write is judged against them and the rows kept
-  // from the object's previous event.
-  const bool hasTable = hasAlarmTable(object);
-  std::map<std::string, RowState> rows = hasTable ? readRows(object) : std::map<std::string, RowState>{};
-  dispatch(ev, e, rows);
-  if (!hasTable) return;
+  // The rows as this event left them: a write is judged against them and the rows kept from the
+  // object's previous event.
+  static const std::map<std::string, RowState> kNoRows;
+  const std::map<std::string, RowState>* rows = currentRows(object);
+  dispatch(ev, e, rows ? *rows : kNoRows);
+  if (!rows) return;
   ObjectState& obj = objects_[object];
-  obj.rows = std::move(rows);
+  if (StoredRows& stored = stored_.at(object); stored.changed) {
+    obj.rows = stored.rows;
+    stored.changed = false;
+  }
   if (!healedAt_) return;
   const int64_t t = num(e, "t");
   judgeTakeUps(object, t);  // before this event's pass counts: a pass after the deadline is too late
@@ -202,7 +205,6 @@ void AlarmChecks::onCommit(const json& e) {
   if (!reconciles.empty()) checkWindow(object, reconciles.back(), optInt(e.at("alarm")));
   stampCommitTime(reconciles, num(e, "t"));
   inc.commits.commit(e.at("commit").get<uint64_t>());
-  if (!hasAlarmTable(object)) return;
   checkRows(object);
 }
 
@@ -262,17 +264,16 @@ void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std
     });
 }
 
-// ALM-05 over every row of the object.
+// ALM-05 over every row of the object (as observe read them for this event; none without the table).
 void AlarmChecks::checkRows(const std::string& object) {
-  for (const SqlRow& r : reader_(object, "SELECT name, status, attempt, last_error, last_error_name FROM " DURASIM_ALARMS).toVector()) {
-    const std::string name = r.text("name");
-    const bool failed = r.text("status") == "failed";
-    const int64_t attempt = r.int64("attempt");
-    const bool ok = (!failed || !r.isNull("last_error_name")) &&
-                    (failed || attempt != 0 || (r.isNull("last_error") && r.isNull("last_error_name"))) &&
-                    attempt <= policy_.maxAttempts(name);
+  const StoredRows& stored = stored_.at(object);
+  if (!stored.mirror.exists()) return;
+  for (const auto& [name, r] : stored.rows) {
+    const bool failed = r.status == "failed";
+    const bool ok = (!failed || r.lastErrorName) && (failed || r.attempt != 0 || (!r.lastError && !r.lastErrorName)) &&
+                    r.attempt <= policy_.maxAttempts(name);
     tallies_.check("ALM-05", ok, [&] {
-      return object + " row " + name + " is inconsistent: status " + r.text("status") + ", attempt " + str(attempt);
+      return object + " row " + name + " is inconsistent: status " + r.status + ", attempt " + str(r.attempt);
     });
   }
 }
@@ -294,15 +295,22 @@ bool AlarmChecks::hasParticipantTable(const std::string& object) {
                      [&](const ParticipantTable& participant) { return reader_.hasTable(object, participant.table); });
 }
 
-std::map<std::string, AlarmChecks::RowState> AlarmChecks::readRows(const std::string& object) {
-  std::map<std::string, RowState> rows;
-  const auto optText = [](const SqlRow& r, const char* column) {
-    return r.isNull(column) ? std::nullopt : std::optional<std::string>(r.text(column));
-  };
-  for (const SqlRow& r : reader_(object, "SELECT * FROM " DURASIM_ALARMS).toVector())
-    rows[r.text("name")] = RowState{r.text("generation_id"), r.text("status"), r.int64("attempt"), r.int64("next_attempt_at"),
-                                    optText(r, "last_error"), optText(r, "last_error_name")};
-  return rows;
+AlarmChecks::StoredRows::StoredRows()
+    : mirror(DURASIM_ALARMS, "name, generation_id, status, attempt, next_attempt_at, last_error, last_error_name",
+             TableMirror::Index{[this](int64_t, const SqlRow& r) {
+                                  rows.erase(r.text("name"));
+                                  changed = true;
+                                },
+                                [this](int64_t, const SqlRow& r) {
+                                  rows[r.text("name")] = RowState{r.text("generation_id"), r.text("status"), r.int64("attempt"),
+                                                                  r.int64("next_attempt_at"), r.optText("last_error"), r.optText("last_error_name")};
+                                  changed = true;
+                                }}) {}
+
+const std::map<std::string, AlarmChecks::RowState>* AlarmChecks::currentRows(const std::string& object) {
+  StoredRows& stored = stored_.try_emplace(object).first->second;
+  stored.mirror.refresh(reader_, object);
+  return stored.mirror.exists() ? &stored.rows : nullptr;
 }
 
 std::optional<SqlRow> AlarmChecks::row(const std::string& object, const std::string& name) {

@@ -29,6 +29,7 @@
 #include "properties/durable_state.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
+#include "properties/table_mirror.h"
 
 namespace durasim::properties {
 
@@ -168,7 +169,9 @@ class AlarmChecks final : public ObjectChecker {
   void onScheduleWrite(const nlohmann::json& e);
 
   void checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm);
-  std::map<std::string, RowState> readRows(const std::string& object);
+  // The object's rows as this event left them (refreshed from the row-change journal), or nullptr
+  // when it holds no alarm table.
+  const std::map<std::string, RowState>* currentRows(const std::string& object);
   // SCH-14: records the due pending rows of `object` not yet awaiting a pass, as seen at trace time t.
   void notePending(const std::string& object, int64_t t);
   void onPassStart(const std::string& object, int64_t t);
@@ -182,10 +185,21 @@ class AlarmChecks final : public ObjectChecker {
   // Whether `object` holds the table of any participant kind of the scheduler.
   bool hasParticipantTable(const std::string& object);
 
+  // One object's alarm rows, mirrored from the row-change journal and kept as RowStates.
+  struct StoredRows {
+    StoredRows();
+    StoredRows(const StoredRows&) = delete;  // the mirror's index points back here
+    StoredRows& operator=(const StoredRows&) = delete;
+    std::map<std::string, RowState> rows;  // by name
+    bool changed = true;                   // since ObjectState::rows last took them
+    TableMirror mirror;
+  };
+
   StoreReader reader_;
   AlarmPolicyView policy_;
   std::map<Key, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
+  std::map<std::string, StoredRows> stored_;
   // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.
   std::map<std::tuple<std::string, int64_t, int64_t>, PurgeExpectation> purgeExpected_;
   uint64_t seq_ = 0;  // events seen

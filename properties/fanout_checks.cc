@@ -65,11 +65,18 @@ std::string FanoutChecks::invariant_for(std::string_view ev) const {
 
 FanoutChecks::IncarnationState& FanoutChecks::incarnation(const json& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
 
+// Asked by most handlers: answered once per event (tables change only between events).
 bool FanoutChecks::hasTables(const std::string& object) const {
-  return reader_.hasTable(object, DURASIM_FANOUT_MESSAGES) && reader_.hasTable(object, DURASIM_FANOUT_DELIVERIES);
+  auto& [askedAt, has] = hasTables_[object];
+  if (askedAt != checked_) {
+    has = reader_.hasTable(object, DURASIM_FANOUT_MESSAGES) && reader_.hasTable(object, DURASIM_FANOUT_DELIVERIES);
+    askedAt = checked_;
+  }
+  return has;
 }
 
 void FanoutChecks::observe(std::string_view ev, const json& e) {
+  ++checked_;
   history_.observe(observing());
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
@@ -241,43 +248,56 @@ void FanoutChecks::onDurability(const json& e) {
   obj.local = obj.durable;
 }
 
+FanoutChecks::StoredRows::StoredRows()
+    : messages(DURASIM_FANOUT_MESSAGES, "key, id, targets, remaining, seq, generation_id",
+               TableMirror::Index{[this](int64_t, const SqlRow& r) { manifests.erase(r.text("key")); },
+                                  [this](int64_t, const SqlRow& r) {
+                                    model::FanoutManifest& m = manifests[r.text("key")];
+                                    m.key = r.text("key");
+                                    m.id = r.text("id");
+                                    m.targets = json::parse(r.text("targets")).get<std::vector<std::string>>();
+                                    m.remaining = r.int64("remaining");
+                                    m.seq = r.int64("seq");
+                                    m.generation = r.text("generation_id");
+                                  }}),
+      deliveryRows(DURASIM_FANOUT_DELIVERIES, "id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at",
+                   TableMirror::Index{[this](int64_t, const SqlRow& r) {
+                                        deliveries.erase(r.text("id"));
+                                        const auto of = deliveriesOf.find(std::tie(r.text("message_key"), r.text("target_id"), r.text("generation_id")));
+                                        if (of != deliveriesOf.end() && --of->second == 0) deliveriesOf.erase(of);
+                                      },
+                                      [this](int64_t, const SqlRow& r) {
+                                        model::FanoutDelivery& d = deliveries[r.text("id")];
+                                        d.key = r.text("message_key");
+                                        d.target = r.text("target_id");
+                                        d.generation = r.text("generation_id");
+                                        ++deliveriesOf[{d.key, d.target, d.generation}];
+                                      }}),
+      memos(DURASIM_FANOUT_MEMOS, "message_key, target_id, generation_id, step") {}
+
 // FAN-02 / FAN-04 over the rows as this commit left them; FAN-10: a reason only in dead_letter phase.
 void FanoutChecks::checkRows(const std::string& object) {
-  std::map<std::string, model::FanoutManifest> manifests;
-  for (const SqlRow& r : reader_(object, "SELECT key, id, targets, remaining, seq, generation_id FROM " DURASIM_FANOUT_MESSAGES).toVector()) {
-    model::FanoutManifest m;
-    m.key = r.text("key");
-    m.id = r.text("id");
-    m.targets = json::parse(r.text("targets")).get<std::vector<std::string>>();
-    m.remaining = r.int64("remaining");
-    m.seq = r.int64("seq");
-    m.generation = r.text("generation_id");
-    manifests[m.key] = std::move(m);
-  }
-  std::map<std::string, model::FanoutDelivery> deliveries;
-  for (const SqlRow& r :
-       reader_(object, "SELECT id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at FROM " DURASIM_FANOUT_DELIVERIES)
-           .toVector()) {
-    model::FanoutDelivery d;
-    d.key = r.text("message_key");
-    d.target = r.text("target_id");
-    d.generation = r.text("generation_id");
+  StoredRows& rows = stored_.try_emplace(object).first->second;
+  rows.messages.refresh(reader_, object);
+  rows.deliveryRows.refresh(reader_, object);
+  for (const auto& [rowid, r] : rows.deliveryRows.rows()) {
     const bool dead = r.text("phase") == "dead_letter";
     tallies_.check("FAN-10", dead == !r.isNull("dead_letter_reason") && dead == !r.isNull("dead_lettered_at"), [&] {
       return object + " row " + r.text("id") + " in phase " + r.text("phase") + " has dead-letter fields that disagree";
     });
-    deliveries[r.text("id")] = std::move(d);
   }
-  const std::optional<std::string> fault = model::FanoutModel::accounting(manifests, deliveries);
+  const std::optional<std::string> fault = model::FanoutModel::accounting(rows.manifests, rows.deliveries);
   const bool foreignTarget = fault && fault->find("not among its targets") != std::string::npos;
   tallies_.check("FAN-02", !fault || foreignTarget, [&] { return object + ": " + *fault; });
   tallies_.check("FAN-04", !foreignTarget, [&] { return object + ": " + *fault; });
-  if (!reader_.hasTable(object, DURASIM_FANOUT_MEMOS)) return;
+  rows.memos.refresh(reader_, object);
+  if (!rows.memos.exists()) return;
   // FAN-24: no memo row outlives its delivery row.
-  const std::optional<SqlRow> orphan =
-      reader_(object, "SELECT message_key, target_id, step FROM " DURASIM_FANOUT_MEMOS " m WHERE NOT EXISTS (SELECT 1 FROM " DURASIM_FANOUT_DELIVERIES
-                      " d WHERE d.message_key = m.message_key AND d.target_id = m.target_id AND d.generation_id = m.generation_id)")
-          .next();
+  const auto orphaned = std::find_if(rows.memos.rows().begin(), rows.memos.rows().end(), [&](const auto& memo) {
+    const SqlRow& m = memo.second;
+    return !rows.deliveriesOf.count(std::tie(m.text("message_key"), m.text("target_id"), m.text("generation_id")));
+  });
+  const SqlRow* orphan = orphaned == rows.memos.rows().end() ? nullptr : &orphaned->second;
   tallies_.check("FAN-24", !orphan, [&] {
     return object + " keeps the memo " + orphan->text("step") + " of " + orphan->text("message_key") + " for " + orphan->text("target_id") +
            " without its delivery row";
@@ -713,6 +733,7 @@ int64_t FanoutChecks::retryBoundMs() const {
 }
 
 void FanoutChecks::finish() {
+  ++checked_;
   history_.finish();
   for (const auto& [object, obj] : objects_) {
     // FAN-21: an attempt left unsettled by its deadline is retried with FanoutTimeoutError.

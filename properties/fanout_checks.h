@@ -44,15 +44,18 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "model/fanout_model.h"
 #include "properties/durable_state.h"
 #include "properties/happens_before.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
+#include "properties/table_mirror.h"
 
 namespace durasim::properties {
 
@@ -185,6 +188,18 @@ class FanoutChecks final : public ObjectChecker {
   IncarnationState& incarnation(const nlohmann::json& e);
   bool hasTables(const std::string& object) const;
 
+  // One object's manifest and delivery rows, mirrored from the row-change journal at each commit
+  // and kept as the model reads them (the rows the FAN-02/04/10 checks judge).
+  struct StoredRows {
+    StoredRows();
+    StoredRows(const StoredRows&) = delete;  // the mirrors' indexes point back here
+    StoredRows& operator=(const StoredRows&) = delete;
+    std::map<std::string, model::FanoutManifest> manifests;  // by key
+    std::map<std::string, model::FanoutDelivery> deliveries;  // by row id
+    std::map<std::tuple<std::string, std::string, std::string>, int, std::less<>> deliveriesOf;  // (key, target, generation) -> rows
+    TableMirror messages, deliveryRows, memos;
+  };
+
   StoreReader reader_;
   HistoryGraph history_;
   std::optional<int64_t> maxAttempts_;
@@ -193,6 +208,9 @@ class FanoutChecks final : public ObjectChecker {
   std::optional<int64_t> healedAt_;
   std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
+  std::map<std::string, StoredRows> stored_;
+  mutable std::map<std::string, std::pair<uint64_t, bool>, std::less<>> hasTables_;  // object -> (event asked at, answer)
+  uint64_t checked_ = 0;  // events checked so far (the end of the run counts as one)
 };
 
 }  // namespace durasim::properties
