@@ -72,8 +72,8 @@ class EventBusChecks final : public ObjectChecker {
   struct Facts {
     std::map<Event, std::pair<int64_t, std::string>> log;  // -> (seq, payload)
     std::map<std::string, std::map<int64_t, std::string>> bySeq;  // topic -> seq -> id
-    std::set<Slot> acks;
-    std::map<Slot, nlohmann::json> attempts, dead;
+    std::set<Slot, std::less<>> acks;  // transparent: found by a tuple of references too
+    std::map<Slot, nlohmann::json, std::less<>> attempts, dead;
     std::map<Slot, int64_t> releases;  // release writes
     std::map<Consumer, int64_t> cursor;
     void apply(const Edit& e);

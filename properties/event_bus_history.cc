@@ -227,7 +227,7 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const json& e
   b.offset = p.offset;
   p.afterHeal = healedAt_ && p.begin >= *healedAt_;
   const Keys keys(p.consumer.first, p.consumer.second, true);
-  p.pendingAtBegin = static_cast<int64_t>(entries(label, keys.pending()).size());
+  p.pendingAtBegin = stored(label).count(keys.pending());
   const Facts& facts = b.state.staged();
   const auto records = facts.bySeq.find(p.consumer.first);
   if (records != facts.bySeq.end() && !records->second.empty()) p.maxSeqAtBegin = records->second.rbegin()->first;
@@ -241,7 +241,7 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const json& e
   // EVT-11: after heal, what a healthy pass must deliver: every event not acked, quarantined or waiting.
   if (p.afterHeal && records != facts.bySeq.end())
     for (const auto& [seq, event] : records->second) {
-      const Slot slot{p.consumer.first, p.consumer.second, event};
+      const auto slot = std::tie(p.consumer.first, p.consumer.second, event);
       const auto dead = facts.dead.find(slot);
       const auto att = facts.attempts.find(slot);
       if (facts.acks.count(slot) || (dead != facts.dead.end() && quarantined(dead->second))) continue;

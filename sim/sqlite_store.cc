@@ -359,6 +359,7 @@ struct SqliteStore::DurableView {
 SqliteStore::~SqliteStore() = default;
 
 void SqliteStore::open_live() {
+  ++live_statements_run_;
   live_statements_.clear();
   live_has_connection_state_ = false;
   live_.reset(open_image(live_image_));
@@ -404,6 +405,7 @@ std::optional<int64_t> SqliteStore::internal_int(std::string_view sql) {
 }
 
 SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& params, Access access) {
+  ++live_statements_run_;
   const bool user = access == Access::user;
   FlagScope scope(user_statement_, user);
   statement_needs_transaction_ = false;
@@ -471,8 +473,10 @@ std::optional<std::vector<std::string>> SqliteStore::observe_live_key_changes(st
   return live_changes_.keys_since(table, cursor, live_schema_version());
 }
 
-// Asked before every incremental read of a table: stepped directly, its one value read in place.
+// Asked before every incremental read of a table: read again only after a statement ran on the live
+// connection (the schema changes by no other way), then stepped directly, its value read in place.
 int64_t SqliteStore::live_schema_version() {
+  if (schema_version_read_after_ == live_statements_run_) return schema_version_;
   static constexpr std::string_view kSql = "PRAGMA schema_version";
   StatementCache::Entry* entry = live_statements_.find(kSql, false);
   StatementCache::Entry single_use;  // when the cache is full
@@ -484,7 +488,9 @@ int64_t SqliteStore::live_schema_version() {
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);
-  return sqlite3_step(raw) == SQLITE_ROW ? sqlite3_column_int64(raw, 0) : 0;
+  schema_version_ = sqlite3_step(raw) == SQLITE_ROW ? sqlite3_column_int64(raw, 0) : 0;
+  schema_version_read_after_ = live_statements_run_;
+  return schema_version_;
 }
 
 void SqliteStore::note_change(void* self, sqlite3* db, int op, const char* database, const char* table, sqlite3_int64 rowid_before,
@@ -617,6 +623,7 @@ void SqliteStore::ensure_transaction() {
 void SqliteStore::rollback_everything() {
   FlagScope scope(user_statement_, false);
   // SQLite may already have rolled back by itself; then there is nothing left to undo.
+  ++live_statements_run_;
   if (sqlite3_get_autocommit(live_.get()) == 0) sqlite3_exec(live_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
   if (in_transaction_) live_changes_.renote_since(transaction_mark_);
   in_transaction_ = false;

@@ -165,6 +165,10 @@ class SqliteStore {
   Connection live_;
   StatementCache live_statements_;  // after live_: finalized before it closes
   RowChangeJournal live_changes_;   // of the live connection; restarts with it
+  // Statements run on the live connection (rollbacks and reopenings included), and the live schema
+  // version as read after the last of them.
+  uint64_t live_statements_run_ = 0, schema_version_read_after_ = ~uint64_t{0};
+  int64_t schema_version_ = 0;
   bool in_transaction_ = false;
   uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
   std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction
