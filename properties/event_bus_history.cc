@@ -50,6 +50,33 @@ auto loopsOf(Loops& loops, const Consumer& c) {
   return std::ranges::subrange(first, last);
 }
 
+// The slots of one consumer in a set or map of slots, visited in id order: at(id) for ascending ids
+// finds each id's slot, walking the range once.
+template <typename Slots>
+class SlotWalk {
+ public:
+  SlotWalk(const Slots& slots, const std::string& topic, const std::string& consumer)
+      : slots_(slots), topic_(topic), consumer_(consumer), next_(slots.lower_bound(std::tie(topic, consumer, kNoId))) {}
+  std::optional<typename Slots::const_iterator> at(const std::string& id) {
+    while (mine() && std::get<2>(key()) < id) ++next_;
+    if (mine() && std::get<2>(key()) == id) return next_;
+    return std::nullopt;
+  }
+
+ private:
+  static inline const std::string kNoId;
+  const auto& key() const {
+    if constexpr (requires { next_->first; }) return next_->first;
+    else return *next_;
+  }
+  bool mine() const { return next_ != slots_.end() && std::get<0>(key()) == topic_ && std::get<1>(key()) == consumer_; }
+
+  const Slots& slots_;
+  const std::string& topic_;
+  const std::string& consumer_;
+  typename Slots::const_iterator next_;
+};
+
 std::optional<json> present(const json& v) { return v.is_null() ? std::nullopt : std::optional<json>(v); }
 bool quarantined(const std::optional<json>& dead) { return dead && !(dead->is_object() && dead->contains("releasedAt")); }
 std::optional<int64_t> intOf(const std::optional<json>& record, const char* field) {
@@ -238,16 +265,22 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const json& e
       b.overlapped.insert(p.consumer);
     }
   }
-  // EVT-11: after heal, what a healthy pass must deliver: every event not acked, quarantined or waiting.
-  if (p.afterHeal && records != facts.bySeq.end())
-    for (const auto& [seq, event] : records->second) {
-      const auto slot = std::tie(p.consumer.first, p.consumer.second, event);
-      const auto dead = facts.dead.find(slot);
-      const auto att = facts.attempts.find(slot);
-      if (facts.acks.count(slot) || (dead != facts.dead.end() && quarantined(dead->second))) continue;
-      if (att != facts.attempts.end() && nextAtOf(att->second) > num(e, "at")) continue;
-      p.healthyDue.insert(event);
+  // EVT-11: after heal, what a healthy pass must deliver: every event not acked, quarantined or
+  // waiting. The topic's events and the consumer's slots are walked together in id order.
+  if (p.afterHeal && records != facts.bySeq.end()) {
+    const auto& [topic, consumer] = p.consumer;
+    SlotWalk acks(facts.acks, topic, consumer);
+    SlotWalk dead(facts.dead, topic, consumer);
+    SlotWalk attempts(facts.attempts, topic, consumer);
+    const int64_t now = num(e, "at");
+    for (auto it = facts.log.lower_bound({topic, ""}); it != facts.log.end() && it->first.first == topic; ++it) {
+      const std::string& event = it->first.second;
+      if (acks.at(event)) continue;
+      if (const auto d = dead.at(event); d && quarantined((*d)->second)) continue;
+      if (const auto a = attempts.at(event); a && nextAtOf((*a)->second) > now) continue;
+      p.healthyDue.insert(p.healthyDue.end(), event);
     }
+  }
   if (const auto tick = b.tickOf.find(p.consumer); tick != b.tickOf.end()) {
     b.loops[{p.consumer, tick->second}].pass = id;
     b.tickOf.erase(tick);
@@ -290,22 +323,22 @@ void EventBusChecks::onInvoke(const std::string& label, Bus& b, const json& e) {
   const int64_t pass = num(e, "pass");
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Keys keys(topic, consumer, true);
-  const std::string name = who(label, topic, consumer, id);
+  const auto name = [&] { return who(label, topic, consumer, id); };
   const std::optional<json> att = kv(label, keys.attempts(id)), dead = kv(label, keys.dead(id));
   const auto found = b.passes.find(pass);
   const int64_t now = num(e, "t") + (found != b.passes.end() ? found->second.offset : b.offset);
-  tallies_.check("EVT-13", !kv(label, keys.ack(id)), [&] { return name + " handler called although the ack marker is stored"; });
-  tallies_.check("EVT-20", !quarantined(dead), [&] { return name + " handler called while quarantined: " + dead->dump(); });
-  tallies_.check("EVT-22", nextAtOf(att) <= now, [&] { return name + " handler called at " + str(now) + " before nextAt " + str(nextAtOf(att)); });
+  tallies_.check("EVT-13", !kv(label, keys.ack(id)), [&] { return name() + " handler called although the ack marker is stored"; });
+  tallies_.check("EVT-20", !quarantined(dead), [&] { return name() + " handler called while quarantined: " + dead->dump(); });
+  tallies_.check("EVT-22", nextAtOf(att) <= now, [&] { return name() + " handler called at " + str(now) + " before nextAt " + str(nextAtOf(att)); });
   const auto stored = logEntry(label, keys.log(), id);
   tallies_.check("EVT-04", stored && stored->first == num(e, "seq"), [&] {
-    return name + " handler called with seq " + str(num(e, "seq")) + ", the topic's log holds " + (stored ? "seq " + str(stored->first) : std::string("no such event"));
+    return name() + " handler called with seq " + str(num(e, "seq")) + ", the topic's log holds " + (stored ? "seq " + str(stored->first) : std::string("no such event"));
   });
   tallies_.check("EVT-19", num(e, "attempt") == attemptsN(att) + 1, [&] {
-    return name + " attempt " + str(num(e, "attempt")) + " started over the stored attempt record " + (att ? att->dump() : std::string("absent"));
+    return name() + " attempt " + str(num(e, "attempt")) + " started over the stored attempt record " + (att ? att->dump() : std::string("absent"));
   });
   tallies_.check("EVT-31", text(e, "stamp") == model::eventsStamp(dead), [&] {
-    return name + " call started with stamp " + text(e, "stamp") + ", the stored dead record's is " + model::eventsStamp(dead);
+    return name() + " call started with stamp " + text(e, "stamp") + ", the stored dead record's is " + model::eventsStamp(dead);
   });
   const Slot slot{topic, consumer, id};
   ++b.inFlight[slot];
@@ -317,7 +350,7 @@ void EventBusChecks::onInvoke(const std::string& label, Bus& b, const json& e) {
   if (found == b.passes.end()) return;
   Pass& p = found->second;
   tallies_.check("EVT-12", p.due == id && ++p.invoked[id] == 1, [&] {
-    return name + " pass " + str(pass) + " called the handler " + (p.due == id ? "a second time" : "for an event it did not examine as due");
+    return name() + " pass " + str(pass) + " called the handler " + (p.due == id ? "a second time" : "for an event it did not examine as due");
   });
   p.due.reset();
   p.invokes[id] = Invoke{id, text(e, "stamp"), num(e, "t")};
@@ -328,14 +361,14 @@ void EventBusChecks::onInvoke(const std::string& label, Bus& b, const json& e) {
 void EventBusChecks::onHandle(const std::string& label, Bus& b, const json& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
-  const std::string name = who(label, topic, consumer, id);
+  const auto name = [&] { return who(label, topic, consumer, id); };
   int64_t& calls = b.inFlight[slot];
-  tallies_.check("EVT-04", calls > 0, [&] { return name + " handler received an event no call of its consumer and topic was made with"; });
+  tallies_.check("EVT-04", calls > 0, [&] { return name() + " handler received an event no call of its consumer and topic was made with"; });
   calls = std::max<int64_t>(calls - 1, 0);
   const auto stored = logEntry(label, Keys(topic, "", true).log(), id);
   const json payload = stored ? deserialize(stored->second) : json();
   tallies_.check("EVT-44", stored && payload == e.at("payload"), [&] {
-    return name + " handler received " + e.at("payload").dump() + ", the stored payload is " + (stored ? stored->second : std::string("absent"));
+    return name() + " handler received " + e.at("payload").dump() + ", the stored payload is " + (stored ? stored->second : std::string("absent"));
   });
   if (!e.at("failed").get<bool>()) {
     ++b.successes[slot];
@@ -395,7 +428,7 @@ void EventBusChecks::onAck(const std::string& label, Bus& b, const json& e) {
 void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id"), outcome = text(e, "outcome");
   const Slot slot{topic, consumer, id};
-  const std::string name = who(label, topic, consumer, id);
+  const auto name = [&] { return who(label, topic, consumer, id); };
   const std::optional<json> written = present(e.at("attempts"));
   if (e.contains("step")) {  // events.failure_two_step: the reference's separate steps
     if (text(e, "step") == "attempts" && written) b.state.stage(Edit{Edit::Kind::attempts, topic, consumer, id, *written});
@@ -420,21 +453,21 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
   else expected = static_cast<double>(n) >= conf.maxAttempts ? "quarantined" : "retrying";
   // A discarded attempt writes no attempt or dead record (EVT-31, EVT-33, EVT-19).
   if (outcome != "retrying" && outcome != "quarantined")
-    tallies_.check(invariantOfOutcome(outcome), !written && !b.quarantine, [&] { return name + " discarded attempt (" + outcome + ") wrote records"; });
+    tallies_.check(invariantOfOutcome(outcome), !written && !b.quarantine, [&] { return name() + " discarded attempt (" + outcome + ") wrote records"; });
   if (call) {
     tallies_.check(invariantOfOutcome(expected), outcome == expected, [&] {
-      return name + " failure recorded as " + outcome + ", the records give " + expected + " (attempt record " + (att ? att->dump() : std::string("absent")) +
+      return name() + " failure recorded as " + outcome + ", the records give " + expected + " (attempt record " + (att ? att->dump() : std::string("absent")) +
              ", dead " + (dead ? dead->dump() : std::string("absent")) + ")";
     });
   }
   tallies_.check("EVT-19", n == attemptsN(present(e.at("expected"))) + 1, [&] {
-    return name + " counted failure " + str(n) + " over attempt record " + e.at("expected").dump();
+    return name() + " counted failure " + str(n) + " over attempt record " + e.at("expected").dump();
   });
   // EVT-24: the warning of a delay function that gave no valid delay, and no other.
   const bool invalid = conf.retry == "invalid";
   if (conf.retry != "function")
     tallies_.check("EVT-24", invalid ? b.delayWarning == "events.retry_delay.invalid" : b.delayWarning.empty(), [&] {
-      return name + " failure " + str(n) + " of a " + conf.retry + " retry policy logged " + (b.delayWarning.empty() ? std::string("no delay warning") : b.delayWarning);
+      return name() + " failure " + str(n) + " of a " + conf.retry + " retry policy logged " + (b.delayWarning.empty() ? std::string("no delay warning") : b.delayWarning);
     });
   b.delayWarning.clear();
   b.expectedLog = logOfOutcome(outcome);
@@ -444,12 +477,12 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
     json next = {{"n", n}, {"firstAt", intOf(att, "firstAt").value_or(now)}, {"nextAt", std::min(now + delay, kMaxSafe)}};
     if (att && att->is_object() && att->contains("gen") && att->at("gen").is_string()) next["gen"] = att->at("gen");
     const int64_t nextAt = intOf(written, "nextAt").value_or(-1);
-    tallies_.check("EVT-24", nextAt >= now && nextAt <= kMaxSafe, [&] { return name + " failure at " + str(now) + " set nextAt " + str(nextAt); });
+    tallies_.check("EVT-24", nextAt >= now && nextAt <= kMaxSafe, [&] { return name() + " failure at " + str(now) + " set nextAt " + str(nextAt); });
     if (conf.retry == "function") next["nextAt"] = nextAt;
-    tallies_.check("EVT-23", *written == next, [&] { return name + " failure " + str(n) + " at " + str(now) + " wrote " + written->dump() + ", expected " + next.dump(); });
+    tallies_.check("EVT-23", *written == next, [&] { return name() + " failure " + str(n) + " at " + str(now) + " wrote " + written->dump() + ", expected " + next.dump(); });
     if (now == 0 || next["firstAt"] == 0)
       tallies_.check("EVT-34", written->contains("firstAt") && written->at("firstAt") == next["firstAt"], [&] {
-        return name + " failure at time 0 wrote " + written->dump();
+        return name() + " failure at time 0 wrote " + written->dump();
       });
     b.state.stage(Edit{Edit::Kind::attempts, topic, consumer, id, *written});
   }
@@ -458,7 +491,7 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
   // EVT-18: without resets or a second poller, the handler was called maxAttempts times in the streak.
   if (!b.streakUnsure.count(slot) && !b.overlapped.count({topic, consumer}) && std::isfinite(conf.maxAttempts))
     tallies_.check("EVT-18", static_cast<double>(b.streak[slot]) == conf.maxAttempts, [&] {
-      return name + " quarantined after " + str(b.streak[slot]) + " handler calls in its streak, maxAttempts " + str(static_cast<int64_t>(conf.maxAttempts));
+      return name() + " quarantined after " + str(b.streak[slot]) + " handler calls in its streak, maxAttempts " + str(static_cast<int64_t>(conf.maxAttempts));
     });
   b.streak[slot] = 0;
   b.streakUnsure.erase(slot);
@@ -469,7 +502,7 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
 void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const json& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
-  const std::string name = who(label, topic, consumer, id);
+  const auto name = [&] { return who(label, topic, consumer, id); };
   const json& dead = e.at("dead");
   const Facts& facts = b.state.staged();
   const auto prior = facts.dead.find(slot);
@@ -477,17 +510,17 @@ void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const json& 
   const ConsumerConfig& conf = config(b, {topic, consumer});
   const int64_t attempts = intOf(dead, "attempts").value_or(-1);
   tallies_.check("EVT-18", static_cast<double>(attempts) == conf.maxAttempts, [&] {
-    return name + " quarantined with attempts " + str(attempts) + ", maxAttempts " + (std::isfinite(conf.maxAttempts) ? str(static_cast<int64_t>(conf.maxAttempts)) : "inf");
+    return name() + " quarantined with attempts " + str(attempts) + ", maxAttempts " + (std::isfinite(conf.maxAttempts) ? str(static_cast<int64_t>(conf.maxAttempts)) : "inf");
   });
   const bool acked = facts.acks.count(slot) || kv(label, Keys(topic, consumer, true).ack(id)).has_value();
   tallies_.check("EVT-33", b.failedCalls.count(slot) && !acked, [&] {
-    return name + " quarantined " + (acked ? "while its ack marker is stored" : "without any failed handler call");
+    return name() + " quarantined " + (acked ? "while its ack marker is stored" : "without any failed handler call");
   });
   tallies_.check("EVT-30", releasesOf(dead) == releasesOf(before), [&] {
-    return name + " quarantine wrote releases " + str(releasesOf(dead)) + " over " + str(releasesOf(before));
+    return name() + " quarantine wrote releases " + str(releasesOf(dead)) + " over " + str(releasesOf(before));
   });
   tallies_.check("EVT-32", !quarantined(before) && !dead.contains("releasedAt"), [&] {
-    return name + " quarantined " + dead.dump() + " over " + (before ? before->dump() : std::string("none"));
+    return name() + " quarantined " + dead.dump() + " over " + (before ? before->dump() : std::string("none"));
   });
   b.quarantine = Edit{Edit::Kind::dead, topic, consumer, id, dead};
 }
@@ -514,17 +547,17 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
   const Pass p = std::move(found->second);
   b.passes.erase(found);
   const auto& [topic, consumer] = p.consumer;
-  const std::string name = label + " (" + topic + ", " + consumer + ") pass " + str(id);
+  const auto name = [&] { return label + " (" + topic + ", " + consumer + ") pass " + str(id); };
   for (auto& [key, loop] : loopsOf(b.loops, p.consumer))
     if (loop.pass == id) loop.progressed = p.won > 0 && e.at("failed").is_null();
-  tallies_.check("EVT-07", num(e, "delivered") == p.won, [&] { return name + " returned " + str(num(e, "delivered")) + " having created " + str(p.won) + " ack markers"; });
+  tallies_.check("EVT-07", num(e, "delivered") == p.won, [&] { return name() + " returned " + str(num(e, "delivered")) + " having created " + str(p.won) + " ack markers"; });
   if (!e.at("failed").is_null()) return;
-  tallies_.check("EVT-12", !p.due, [&] { return name + " never called the handler for due event " + *p.due; });
+  tallies_.check("EVT-12", !p.due, [&] { return name() + " never called the handler for due event " + *p.due; });
   const Keys keys(topic, consumer, true);
   const std::optional<json> cursor = kv(label, keys.cursor());
   const int64_t frontier = cursor && cursor->is_string() ? std::strtoll(cursor->get<std::string>().c_str(), nullptr, 10) : 0;
   tallies_.check("EVT-14", frontier >= p.maxSeqAtBegin, [&] {
-    return name + " completed with its frontier at " + str(frontier) + ", before seq " + str(p.maxSeqAtBegin) + " appended before it began";
+    return name() + " completed with its frontier at " + str(frontier) + ", before seq " + str(p.maxSeqAtBegin) + " appended before it began";
   });
   // EVT-41: each pending entry names an event of the topic below the frontier; with one poller and
   // no release, none is stale.
@@ -535,7 +568,7 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
     // An entry the pass found waiting is examined no further (events.md 6.4 A1), stale or not.
     const bool stale = !p.shared && !p.released && !p.waiting.count(event) && (kv(label, keys.ack(event)) || quarantined(kv(label, keys.dead(event))));
     tallies_.check("EVT-41", ours && !stale, [&] {
-      return name + " left pending entry " + event + " (seq " + str(seq) + ")" + (ours ? " acked or quarantined" : " naming no event of the topic at or below the frontier");
+      return name() + " left pending entry " + event + " (seq " + str(seq) + ")" + (ours ? " acked or quarantined" : " naming no event of the topic at or below the frontier");
     });
   }
   if (!p.concurrent) {
@@ -544,19 +577,19 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
     const int64_t lists = num(reads, "lists"), gets = num(reads, "gets");
     const int64_t maxLists = 2 + w / kPageSize + n / kPageSize, maxGets = 1 + (n + kPageSize - 1) / kPageSize + 6 * (w + n);
     tallies_.check("EVT-17", lists <= maxLists && gets <= maxGets, [&] {
-      return name + " with " + str(w) + " pending entries and " + str(n) + " new records made " + str(lists) + " lists and " + str(gets) + " gets (bounds " +
+      return name() + " with " + str(w) + " pending entries and " + str(n) + " new records made " + str(lists) + " lists and " + str(gets) + " gets (bounds " +
              str(maxLists) + ", " + str(maxGets) + ")";
     });
     if (p.afterHeal && !p.failure && !p.released) {
       std::vector<std::string> missed;
       for (const std::string& event : p.healthyDue)
         if (p.acked.count(event) != 1 || p.invoked.count(event) != 1) missed.push_back(event);
-      tallies_.check("EVT-11", missed.empty(), [&] { return name + " (healthy, after heal) did not deliver exactly once " + json(missed).dump(); });
+      tallies_.check("EVT-11", missed.empty(), [&] { return name() + " (healthy, after heal) did not deliver exactly once " + json(missed).dump(); });
     }
   }
   for (const auto& [slot, at] : b.awaitingRelease) {
     if (std::get<0>(slot) != topic || std::get<1>(slot) != consumer || at < 0 || at > p.begin) continue;
-    tallies_.check("EVT-26", false, [&] { return name + " began after the release of " + std::get<2>(slot) + " at " + str(at) + " and never called it"; });
+    tallies_.check("EVT-26", false, [&] { return name() + " began after the release of " + std::get<2>(slot) + " at " + str(at) + " and never called it"; });
   }
   std::erase_if(b.awaitingRelease, [&](const auto& entry) {
     return std::get<0>(entry.first) == topic && std::get<1>(entry.first) == consumer && entry.second >= 0 && entry.second <= p.begin;
@@ -571,24 +604,24 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
 void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const json& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
-  const std::string name = who(label, topic, consumer, id);
+  const auto name = [&] { return who(label, topic, consumer, id); };
   const std::optional<json> dead = present(e.at("dead")), reset = present(e.at("attempts"));
   const Facts& facts = b.state.staged();
   if (dead) {
     const auto prior = facts.dead.find(slot);
     const std::optional<json> before = prior == facts.dead.end() ? std::nullopt : std::optional<json>(prior->second);
     tallies_.check("EVT-32", before && !facts.acks.count(slot) && dead->contains("releasedAt"), [&] {
-      return name + " released " + dead->dump() + " over " + (before ? before->dump() : std::string("no dead record")) + (facts.acks.count(slot) ? ", delivered" : "");
+      return name() + " released " + dead->dump() + " over " + (before ? before->dump() : std::string("no dead record")) + (facts.acks.count(slot) ? ", delivered" : "");
     });
     tallies_.check("EVT-30", releasesOf(dead) == releasesOf(before) + 1, [&] {
-      return name + " release wrote releases " + str(releasesOf(dead)) + " over " + str(releasesOf(before));
+      return name() + " release wrote releases " + str(releasesOf(dead)) + " over " + str(releasesOf(before));
     });
     if (before && !quarantined(before))
       tallies_.check("EVT-29", releasesOf(dead) == releasesOf(before) + 1 && dead->contains("releasedAt"), [&] {
-        return name + " re-release wrote " + dead->dump() + " over " + before->dump();
+        return name() + " re-release wrote " + dead->dump() + " over " + before->dump();
       });
     if (intOf(dead, "releasedAt") == 0)
-      tallies_.check("EVT-34", statusOf(dead, false) == "released", [&] { return name + " release at time 0 wrote " + dead->dump(); });
+      tallies_.check("EVT-34", statusOf(dead, false) == "released", [&] { return name() + " release at time 0 wrote " + dead->dump(); });
     b.state.stage(Edit{Edit::Kind::dead, topic, consumer, id, *dead, 0, true});
     // Due to its next pass once the release returns (EVT-26); a new streak (EVT-18).
     if (!facts.acks.count(slot)) b.awaitingRelease[slot] = kReleaseUnreturned;
@@ -601,7 +634,7 @@ void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const json
       return prior == facts.dead.end() ? std::nullopt : std::optional<json>(prior->second);
     }();
     const json expected = {{"n", 0}, {"nextAt", 0}, {"gen", model::eventsStamp(stamped)}};
-    tallies_.check("EVT-19", *reset == expected, [&] { return name + " release reset the attempt record to " + reset->dump() + ", expected " + expected.dump(); });
+    tallies_.check("EVT-19", *reset == expected, [&] { return name() + " release reset the attempt record to " + reset->dump() + ", expected " + expected.dump(); });
     b.state.stage(Edit{Edit::Kind::attempts, topic, consumer, id, *reset});
   }
 }
@@ -664,7 +697,7 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
   const Consumer c{text(e, "topic"), text(e, "consumer")};
   const int64_t generation = num(e, "generation"), t = num(e, "t");
   const ConsumerConfig& conf = config(b, c);
-  const std::string name = label + " (" + c.first + ", " + c.second + ") loop " + str(generation);
+  const auto name = [&] { return label + " (" + c.first + ", " + c.second + ") loop " + str(generation); };
   Loop& loop = b.loops[{c, generation}];
   if (ev == ev::kLoopStart) {
     loop = Loop{conf.pollMs, t, false, false, false, std::nullopt};
@@ -677,7 +710,7 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
   } else if (ev == ev::kTickBegin) {
     const bool overlap = std::ranges::any_of(loopsOf(b.loops, c), [](const auto& l) { return l.second.ticking; });
     tallies_.check("EVT-38", !overlap && !loop.stopped && num(e, "gap") == loop.gap && t - loop.anchor >= loop.gap, [&] {
-      return name + " tick at " + str(t) + " after a gap of " + str(num(e, "gap")) + (overlap ? " while another tick runs" : "") +
+      return name() + " tick at " + str(t) + " after a gap of " + str(num(e, "gap")) + (overlap ? " while another tick runs" : "") +
              (loop.stopped ? " after stop" : "") + "; expected a gap of " + str(loop.gap) + " from " + str(loop.anchor);
     });
     loop.ticking = true;
@@ -687,7 +720,7 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
   } else if (ev == ev::kTickEnd) {
     const int64_t next = !conf.backoff || loop.progressed ? conf.pollMs : std::min(b.interval[c] * 2, conf.maxPollMs);
     tallies_.check("EVT-38", num(e, "next") == next, [&] {
-      return name + " tick " + (loop.progressed ? "that created an ack" : "that created none") + " set the next gap " + str(num(e, "next")) + ", expected " + str(next);
+      return name() + " tick " + (loop.progressed ? "that created an ack" : "that created none") + " set the next gap " + str(num(e, "next")) + ", expected " + str(next);
     });
     b.interval[c] = num(e, "next");
     loop = Loop{num(e, "next"), t, false, loop.stopped, false, std::nullopt};
