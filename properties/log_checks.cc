@@ -308,37 +308,72 @@ bool LogChecks::hasLogTables(const std::string& object) {
   return reader_.hasTable(object, DURASIM_LOG_SEQ);
 }
 
+namespace {
+
+// A hot row's part of LOG-05's totals: its byte count, and whether that is not its payload's.
+int64_t heldBytesOf(const SqlRow& row, std::size_t bytes) {
+  const int64_t* stored = std::get_if<int64_t>(&row[bytes]);
+  return stored ? *stored : 0;
+}
+bool wrongCountOf(const SqlRow& row, std::size_t bytes, std::size_t length) {
+  return !std::holds_alternative<int64_t>(row[bytes]) || row[bytes] != row[length];
+}
+
+}  // namespace
+
+LogChecks::StoredLog::StoredLog()
+    : records(DURASIM_LOG_RECORDS, kRecordColumns,
+              TableMirror::Index{[this](int64_t, const SqlRow& row) {
+                                   heldBytes -= heldBytesOf(row, kBytes);
+                                   wrongRows -= wrongCountOf(row, kBytes, kLength);
+                                 },
+                                 [this](int64_t, const SqlRow& row) {
+                                   heldBytes += heldBytesOf(row, kBytes);
+                                   wrongRows += wrongCountOf(row, kBytes, kLength);
+                                 }}),
+      segments(DURASIM_LOG_SEGMENTS, "last_offset, locator"),
+      cursors(DURASIM_LOG_CURSORS, "consumer, \"offset\" AS o"),
+      seq(DURASIM_LOG_SEQ, "next_offset, total_bytes") {}
+
+// The one row of the sequence table (next_offset, total_bytes).
+const SqlRow& LogChecks::sequenceRow(const std::string& object) {
+  TableMirror& seq = stored(object).seq;
+  seq.refresh(reader_, object);
+  const auto row = seq.rows().find(1);
+  if (row == seq.rows().end()) throw SqlError("expected exactly one row, got 0");
+  return row->second;
+}
+
+// The bounds as the store holds them: the sequence row, the least hot offset and the least
+// segment (the offsets and first_offset are their tables' rowids).
 LogChecks::Bounds LogChecks::storeBounds(const std::string& object) {
+  const SqlRow& row = sequenceRow(object);
+  StoredLog& t = stored(object);
+  t.records.refresh(reader_, object);
+  t.segments.refresh(reader_, object);
   Bounds b;
-  const SqlRow r = reader_(object, "SELECT next_offset AS n, total_bytes AS total, (SELECT MIN(\"offset\") FROM " DURASIM_LOG_RECORDS
-                                   ") AS hot, (SELECT MIN(first_offset) FROM " DURASIM_LOG_SEGMENTS ") AS seg FROM " DURASIM_LOG_SEQ " WHERE id = 1")
-                       .one();
-  b.next = r.int64("n");
-  b.totalBytes = r.int64("total");
-  b.hot = r.optInt64("hot").value_or(b.next);
-  b.oldest = std::min(r.optInt64("seg").value_or(b.hot), b.hot);
+  b.next = row.int64("next_offset");
+  b.totalBytes = row.int64("total_bytes");
+  b.hot = t.records.rows().empty() ? b.next : t.records.rows().begin()->first;
+  b.oldest = std::min(t.segments.rows().empty() ? b.hot : t.segments.rows().begin()->first, b.hot);
   return b;
 }
 
 std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string& object) {
+  TableMirror& segments = stored(object).segments;
+  segments.refresh(reader_, object);
   std::map<int64_t, Segment> out;
-  for (const SqlRow& r : reader_(object, "SELECT first_offset, last_offset, locator FROM " DURASIM_LOG_SEGMENTS " ORDER BY first_offset").toVector())
-    out[r.int64("first_offset")] = Segment{r.int64("last_offset"), r.text("locator")};
+  for (const auto& [first, r] : segments.rows()) out.emplace_hint(out.end(), first, Segment{r.int64("last_offset"), r.text("locator")});
   return out;
 }
 
 void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<json>& writes) {
   const View& v = s.state.local();
   const Bounds b = storeBounds(object);
-  s.records.refresh(reader_, object);
-  const std::map<int64_t, SqlRow>& rows = s.records.rows();
+  const StoredLog& t = stored(object);
+  const std::map<int64_t, SqlRow>& rows = t.records.rows();
   const auto count = static_cast<int64_t>(rows.size());
-  int64_t heldBytes = 0, wrong = 0;  // the byte counts of the hot rows; rows whose count is not their payload's
-  for (const auto& [offset, row] : rows) {
-    const int64_t* stored = std::get_if<int64_t>(&row[kBytes]);
-    heldBytes += stored ? *stored : 0;
-    wrong += !stored || row[kBytes] != row[kLength];
-  }
+  const int64_t heldBytes = t.heldBytes, wrong = t.wrongRows;
   tallies_.check("LOG-01", b.next == v.next, [&] { return object + " next_offset " + str(b.next) + ", the committed appends allocated up to " + str(v.next); });
   tallies_.check("LOG-04", b.oldest <= b.hot && b.hot <= b.next && count == b.next - b.hot, [&] {
     return object + " bounds oldest " + str(b.oldest) + ", hot " + str(b.hot) + ", next " + str(b.next) + " with " + str(count) + " hot rows";
@@ -374,8 +409,9 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
            ", " + str(v.next) + ")" + (keysOk ? "" : ", and an appended offset lacks its key");
   });
   // LOG-06: the cursors as committed, none below its durable value.
+  stored(object).cursors.refresh(reader_, object);
   std::map<std::string, int64_t> cursors;
-  for (const SqlRow& r : reader_(object, "SELECT consumer, \"offset\" AS o FROM " DURASIM_LOG_CURSORS).toVector()) cursors[r.text("consumer")] = r.int64("o");
+  for (const auto& [rowid, r] : t.cursors.rows()) cursors[r.text("consumer")] = r.int64("o");
   bool cursorsOk = cursors == v.cursors;
   for (const auto& [consumer, offset] : s.state.durable().cursors) cursorsOk = cursorsOk && cursors.count(consumer) && cursors[consumer] >= offset;
   tallies_.check("LOG-06", cursorsOk, [&] { return object + " stored cursors differ from the committed ones or fell below a durable one"; });
@@ -507,8 +543,11 @@ bool LogChecks::truncationExcused(const ObjectState& s, const std::string& objec
 
 void LogChecks::onLoad(const std::string& object, const json& e) {
   if (!hasLogTables(object)) return;
-  const int64_t next = reader_(object, "SELECT next_offset AS n FROM " DURASIM_LOG_SEQ " WHERE id = 1").one().int64("n");
-  const std::optional<int64_t> least = reader_(object, "SELECT MIN(\"offset\") AS m FROM " DURASIM_LOG_CURSORS).one().optInt64("m");
+  const int64_t next = sequenceRow(object).int64("next_offset");
+  TableMirror& cursors = stored(object).cursors;
+  cursors.refresh(reader_, object);
+  std::optional<int64_t> least;
+  for (const auto& [rowid, r] : cursors.rows()) least = std::min(least.value_or(r.int64("o")), r.int64("o"));
   const int64_t backlog = least ? std::max<int64_t>(0, next - *least) : 0;
   tallies_.check("LOG-13", num(e, "pendingDeliveries") == backlog, [&] {
     return object + " load reported " + str(num(e, "pendingDeliveries")) + " pending deliveries, the cursors give " + str(backlog);

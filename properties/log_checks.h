@@ -138,8 +138,17 @@ class LogChecks final : public ObjectChecker {
     std::map<int64_t, Produced> produced;    // offset -> what an app.produce acknowledged there
     std::set<int64_t> probed;                // offsets the read probe read back (or found lost)
     bool trimAfterHeal = false;              // a trim began after the faults healed
-    // The stored hot rows, as LOG-02..05 judge them at every commit (columns: kRecordColumns).
-    TableMirror records{DURASIM_LOG_RECORDS, kRecordColumns};
+  };
+  // One object's stored log tables as the state checks read them, each mirrored from the row-change
+  // journal where it is read: the hot rows (columns: kRecordColumns) with the running totals LOG-05
+  // compares, the segment index, the cursors and the sequence row.
+  struct StoredLog {
+    StoredLog();
+    StoredLog(const StoredLog&) = delete;  // the records mirror's index points back here
+    StoredLog& operator=(const StoredLog&) = delete;
+    int64_t heldBytes = 0;  // the byte counts of the hot rows
+    int64_t wrongRows = 0;  // hot rows whose byte count is not their payload's
+    TableMirror records, segments, cursors, seq;
   };
   struct GroupCursor {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
@@ -186,9 +195,12 @@ class LogChecks final : public ObjectChecker {
     int64_t totalBytes = 0;  // the stored total_bytes
   };
   Bounds storeBounds(const std::string& object);
+  StoredLog& stored(const std::string& object) { return stored_.try_emplace(object).first->second; }
+  const SqlRow& sequenceRow(const std::string& object);
   std::map<int64_t, Segment> storeSegments(const std::string& object);
   StoreReader reader_;
   std::map<std::string, ObjectState> objects_;
+  std::map<std::string, StoredLog> stored_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
   ColdLossWatch coldLoss_;                        // which segments the cold store may have lost
