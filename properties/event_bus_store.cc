@@ -38,7 +38,7 @@ void StoredBus::dropEntry(const SqlRow& row) {
 void StoredBus::keepEntry(int64_t rowid, const SqlRow& row) {
   const std::string& ns = row.text("ns");
   int64_t seq = row.int64("seq");
-  if (ns.substr(0, events::keys::kTopicLog.size()) != events::keys::kTopicLog) {
+  if (!ns.starts_with(events::keys::kTopicLog)) {
     const json payload = deserialize(row.text("payload"));
     seq = payload.is_object() && payload.contains("seq") && payload.at("seq").is_number_integer() ? payload.at("seq").get<int64_t>() : -1;
   }

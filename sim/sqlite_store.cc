@@ -195,6 +195,12 @@ std::vector<SqlValue> row_values(sqlite3_stmt* stmt) {
   return values;
 }
 
+// A value's text as SQLite converts it (a key of a WITHOUT ROWID table, for the row-change journal).
+std::string_view value_text(sqlite3_value* value) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
+  return text ? std::string_view(text, static_cast<std::size_t>(sqlite3_value_bytes(value))) : std::string_view();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deterministic random() and randomblob(): one environment draw per call (runtime.md 2.4).
 
@@ -321,12 +327,6 @@ std::string canonical_dump(sqlite3* db) {
 
 // ---------------------------------------------------------------------------------------------
 // The optional file mirror
-
-// A value's text as SQLite converts it (a key of a WITHOUT ROWID table, for the row-change journal).
-std::string_view value_text(sqlite3_value* value) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
-  return text ? std::string_view(text, static_cast<std::size_t>(sqlite3_value_bytes(value))) : std::string_view();
-}
 
 std::string read_file(const std::optional<std::string>& path) {
   if (!path || !std::filesystem::exists(*path)) return {};
@@ -474,22 +474,12 @@ std::optional<std::vector<std::string>> SqliteStore::observe_live_key_changes(st
 }
 
 // Asked before every incremental read of a table: read again only after a statement ran on the live
-// connection (the schema changes by no other way), then stepped directly, its value read in place.
+// connection (the schema changes by no other way; reading it runs one, counted before it is read).
 int64_t SqliteStore::live_schema_version() {
-  if (schema_version_read_after_ == live_statements_run_) return schema_version_;
-  static constexpr std::string_view kSql = "PRAGMA schema_version";
-  StatementCache::Entry* entry = live_statements_.find(kSql, false);
-  StatementCache::Entry single_use;  // when the cache is full
-  if (!entry) {
-    FlagScope internal_statement(user_statement_, false);  // the authorizer lets it through
-    sqlite3_stmt* raw = nullptr;
-    if (const int rc = sqlite3_prepare_v2(live_.get(), kSql.data(), static_cast<int>(kSql.size()), &raw, nullptr); rc != SQLITE_OK) fail(rc);
-    entry = &live_statements_.keep(kSql, false, {Statement(raw), false, nullptr}, single_use);
+  if (schema_version_read_after_ != live_statements_run_) {
+    schema_version_ = internal_int("PRAGMA schema_version").value_or(0);
+    schema_version_read_after_ = live_statements_run_;
   }
-  sqlite3_stmt* raw = entry->statement.get();
-  const StatementReset reset(raw);
-  schema_version_ = sqlite3_step(raw) == SQLITE_ROW ? sqlite3_column_int64(raw, 0) : 0;
-  schema_version_read_after_ = live_statements_run_;
   return schema_version_;
 }
 
