@@ -78,7 +78,7 @@ json EventsVariants::names() const {
 
 EventsContext::EventsContext(WorkStore& w, Clock& c, Random& r, Logger& l, std::function<void(Task<void>)> wait,
                              std::function<bool(std::string_view)> bug, const std::set<std::string>& flagSet,
-                             std::function<std::shared_ptr<AsyncEvent>()> event, std::function<void(std::string_view, json)> sink)
+                             std::function<std::shared_ptr<AsyncEvent>()> event, std::function<void(std::string_view, EventFields)> sink)
     : work(w),
       clock(c),
       random(r),
@@ -94,7 +94,7 @@ EventsContext EventsContext::of(ObjectContext& ctx, WorkStore& work) {
   ObjectContext* object = &ctx;
   return EventsContext(work, ctx.clock, ctx.random, ctx.logger, ctx.waitUntil, ctx.buggify, ctx.variants,
                        [object] { return object->makeEvent(); },
-                       [object](std::string_view event, json fields) { object->probe(event, std::move(fields)); });
+                       [object](std::string_view event, EventFields fields) { object->probe(event, std::move(fields)); });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class EventsContext {
   EventsContext(WorkStore& work, Clock& clock, Random& random, Logger& logger, std::function<void(Task<void>)> waitUntil,
                 std::function<bool(std::string_view site)> buggify, const std::set<std::string>& variants,
                 std::function<std::shared_ptr<AsyncEvent>()> makeEvent,
-                std::function<void(std::string_view, nlohmann::json)> probe = {});
+                std::function<void(std::string_view, EventFields)> probe = {});
   // Everything from the object's context, `work` being the store the bus keeps its records in.
   static EventsContext of(ObjectContext& ctx, WorkStore& work);
   EventsContext(const EventsContext&) = delete;
@@ -67,12 +67,12 @@ class EventsContext {
   std::function<bool(std::string_view site)> buggify;
   const std::set<std::string>& variants;
   std::function<std::shared_ptr<AsyncEvent>()> makeEvent;
-  std::function<void(std::string_view, nlohmann::json)> probeSink;
+  std::function<void(std::string_view, EventFields)> probeSink;
   const EventsVariants flags;
 
   // Buggify site `site` fired (always false without a hook).
   bool fires(std::string_view site) const { return buggify && buggify(site); }
-  void probe(std::string_view event, nlohmann::json fields) const {
+  void probe(std::string_view event, EventFields fields) const {
     if (probeSink) probeSink(event, std::move(fields));
   }
   int64_t nextPass() { return ++passes_; }

@@ -72,7 +72,7 @@ struct RoutingClientOptions {
   // Optional instrumentation: receives the client's `rte.*` events (docs/log-trace-events.md) with
   // their fields; the host typically forwards them to its trace, adding a `client` field that names
   // this client. Never called when empty.
-  std::function<void(std::string_view event, nlohmann::json fields)> probe;
+  std::function<void(std::string_view event, EventFields fields)> probe;
 };
 
 namespace detail {
@@ -189,7 +189,7 @@ class RoutingClient {
     bool abandoned = false;
   };
 
-  static void emit(const Shared& shared, std::string_view event, nlohmann::json fields) {
+  static void emit(const Shared& shared, std::string_view event, EventFields fields) {
     if (!shared.options.probe) return;
     fields["now"] = shared.clock->now();
     shared.options.probe(event, std::move(fields));
@@ -202,7 +202,7 @@ class RoutingClient {
     for (const auto& [shard, load] : observed) loads.add(shard, detail::loadToJson(load));
     const std::optional<int64_t> last = shared.core.lastResizeAt();
     emit(shared, routing_events::kPushBegin,
-         JsonFields()
+         EventFields()
              .add("push", push)
              .add("width", shared.core.width())
              .add("lastResizeAt", json_or_null(last))
@@ -224,7 +224,7 @@ class RoutingClient {
                                     : shared.core.select(observed, *shared.random, &draws);
       if (probing(shared))
         emit(shared, routing_events::kSelect,
-             JsonFields()
+             EventFields()
                  .add("push", push)
                  .add("shard", address.shard)
                  .add("hint", json_or_null(address.locationHint))
@@ -243,7 +243,7 @@ class RoutingClient {
   static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late) {
     if (!probing(shared)) return;
     emit(shared, routing_events::kReply,
-         JsonFields()
+         EventFields()
              .add("push", push)
              .add("shard", shard)
              .add("success", response.success)
@@ -258,7 +258,7 @@ class RoutingClient {
     const detail::ObservationOutcome outcome = shared.core.record(shard, load);
     if (probing(shared))
       emit(shared, routing_events::kObserve,
-           JsonFields()
+           EventFields()
                .add("push", push)
                .add("shard", shard)
                .add("observedAt", load.observedAt)
@@ -273,7 +273,7 @@ class RoutingClient {
     if (!probing(shared)) return;
     const std::optional<int64_t> lastAfter = shared.core.lastResizeAt();
     emit(shared, routing_events::kResize,
-         JsonFields()
+         EventFields()
              .add("push", push)
              .add("load", detail::loadToJson(load))
              .add("softBacklogLimit", shared.options.softBacklogLimit)

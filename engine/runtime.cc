@@ -1,7 +1,55 @@
-// Out-of-line pieces of the port's value types (SqlRow, SqlCursor); see runtime.h.
+// Out-of-line pieces of the port's value types (EventFields, SqlRow, SqlCursor); see runtime.h.
 #include "engine/runtime.h"
 
 namespace durasim {
+
+EventFields::EventFields(std::initializer_list<Field> fields) {
+  fields_.reserve(fields.size() + 4);  // room for the header the host adds (object, incarnation, ev, t)
+  for (const Field& field : fields)
+    if (!find(field.key)) fields_.push_back(field);
+}
+
+EventFields::EventFields(const nlohmann::json& object) { take(nlohmann::json(object)); }
+
+EventFields::EventFields(nlohmann::json&& object) { take(std::move(object)); }
+
+void EventFields::take(nlohmann::json&& object) {
+  if (object.is_null()) return;
+  if (!object.is_object())
+    throw nlohmann::json::type_error::create(305, "cannot use operator[] with a string argument with " + std::string(object.type_name()), &object);
+  auto& members = object.get_ref<nlohmann::json::object_t&>();
+  fields_.reserve(members.size() + 4);
+  for (auto& [key, value] : members) fields_.emplace_back(key, std::move(value));
+}
+
+nlohmann::json* EventFields::find_mutable(std::string_view key) {
+  for (Field& field : fields_)
+    if (field.key == key) return &field.value;
+  return nullptr;
+}
+
+const nlohmann::json* EventFields::find(std::string_view key) const {
+  for (const Field& field : fields_)
+    if (field.key == key) return &field.value;
+  return nullptr;
+}
+
+nlohmann::json& EventFields::operator[](std::string_view key) {
+  if (nlohmann::json* found = find_mutable(key)) return *found;
+  return fields_.emplace_back(key, nullptr).value;
+}
+
+const nlohmann::json& EventFields::at(std::string_view key) const {
+  if (const nlohmann::json* found = find(key)) return *found;
+  throw nlohmann::json::out_of_range::create(403, "key '" + std::string(key) + "' not found", nullptr);
+}
+
+nlohmann::json EventFields::to_json() const {
+  nlohmann::json object(nlohmann::json::value_t::object);
+  auto& members = object.get_ref<nlohmann::json::object_t&>();
+  for (const Field& field : fields_) members.emplace(field.key, field.value);
+  return object;
+}
 
 const SqlValue& SqlRow::at(std::string_view column) const {
   for (std::size_t i = 0; i < columns_->size(); ++i)

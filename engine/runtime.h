@@ -60,6 +60,73 @@ class JsonFields {
   nlohmann::json json_;
 };
 
+// The fields of one probe or trace event: a flat list of (key, value) pairs, the object an event
+// is in a trace. Events are built, observed and dropped by the hundreds of thousands per run, most
+// with a handful of scalar fields; a nlohmann::json object costs a tree node per field (and a
+// two-element array per field when built from an initializer list) and a heap stack when dropped.
+// This holds the fields in one vector, in the order they were set; readers look keys up by name.
+// Its JSON object (to_json) is what the trace writes and hashes, so it says the same as an object
+// built from the same initializer list: keys unique, the first of a repeated key in an initializer
+// list kept (as nlohmann::json keeps it), a later operator[] or add of a key replacing its value.
+class EventFields {
+ public:
+  struct Field {
+    Field(std::string_view k, nlohmann::json v) : key(k), value(std::move(v)) {}
+    std::string key;
+    nlohmann::json value;
+  };
+  using const_iterator = std::vector<Field>::const_iterator;
+
+  EventFields() = default;
+  EventFields(std::initializer_list<Field> fields);
+  // The members of a JSON object (null: none), for callers that built one; anything else is
+  // refused with nlohmann::json's type_error, as setting a field of it would be.
+  EventFields(const nlohmann::json& object);  // NOLINT(google-explicit-constructor): a probe's fields
+  EventFields(nlohmann::json&& object);       // NOLINT(google-explicit-constructor)
+
+  // The value of `key`, added as null when absent.
+  nlohmann::json& operator[](std::string_view key);
+  template <class Value>
+  EventFields& add(std::string_view key, Value&& value) & {
+    (*this)[key] = nlohmann::json(std::forward<Value>(value));
+    return *this;
+  }
+  template <class Value>
+  EventFields&& add(std::string_view key, Value&& value) && {
+    return std::move(add(key, std::forward<Value>(value)));
+  }
+  // Room for `n` more fields without reallocating.
+  void reserve_more(std::size_t n) { fields_.reserve(fields_.size() + n); }
+
+  // Reading, with the names and failures of nlohmann::json's object interface: at() throws its
+  // out_of_range error (id 403) for a missing key; value() gives `fallback` for a missing key and
+  // throws its type_error for a value of another type.
+  const nlohmann::json* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+  const nlohmann::json& at(std::string_view key) const;
+  template <class T>
+  T value(std::string_view key, const T& fallback) const {
+    const nlohmann::json* found = find(key);
+    return found ? found->get<T>() : fallback;
+  }
+  std::string value(std::string_view key, const char* fallback) const { return value<std::string>(key, fallback); }
+
+  std::size_t size() const { return fields_.size(); }
+  bool empty() const { return fields_.empty(); }
+  const_iterator begin() const { return fields_.begin(); }
+  const_iterator end() const { return fields_.end(); }
+
+  // The JSON object of the fields, and its compact text (keys sorted, as nlohmann::json dumps).
+  nlohmann::json to_json() const;
+  std::string dump() const { return to_json().dump(); }
+
+ private:
+  void take(nlohmann::json&& object);
+  nlohmann::json* find_mutable(std::string_view key);
+
+  std::vector<Field> fields_;
+};
+
 // An optional as JSON: its value, or null.
 template <class T>
 nlohmann::json json_or_null(const std::optional<T>& value) {
@@ -368,7 +435,7 @@ class ObjectServices {
   virtual std::shared_ptr<AsyncEvent> makeEvent() = 0;
   // Instrumentation for history checks: an observation the host records with the object's identity
   // (a trace event under the simulator). Never changes behaviour; a host may drop it.
-  virtual void probe(std::string_view event, nlohmann::json fields) = 0;
+  virtual void probe(std::string_view event, EventFields fields) = 0;
 };
 
 // What capability code may use. Lives as long as its incarnation.
@@ -392,7 +459,7 @@ struct ObjectContext {
   ObjectNamespace& objects(std::string_view className) { return services.objects(className); }
   ColdBucket& bucket(std::string_view name) { return services.bucket(name); }
   std::shared_ptr<AsyncEvent> makeEvent() { return services.makeEvent(); }
-  void probe(std::string_view event, nlohmann::json fields) { services.probe(event, std::move(fields)); }
+  void probe(std::string_view event, EventFields fields) { services.probe(event, std::move(fields)); }
   [[noreturn]] void abort(std::string_view reason) {
     services.abort(reason);
     std::terminate();  // not reached: ObjectServices::abort never returns

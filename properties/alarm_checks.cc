@@ -58,9 +58,9 @@ std::string AlarmChecks::invariant_for(std::string_view ev) const {
   return "ALM-13";
 }
 
-AlarmChecks::Key AlarmChecks::key(const json& event) const { return {label(event), num(event, "incarnation")}; }
+AlarmChecks::Key AlarmChecks::key(const EventFields& event) const { return {label(event), num(event, "incarnation")}; }
 
-void AlarmChecks::observe(std::string_view ev, const json& e) {
+void AlarmChecks::observe(std::string_view ev, const EventFields& e) {
   if (!mine(e)) return;
   const std::string& object = label(e);
   if (ev == "alarm.failure" && e.contains("next")) {  // the runtime retries a failed alarm run then
@@ -88,7 +88,7 @@ void AlarmChecks::observe(std::string_view ev, const json& e) {
   if (ev == scheduler_events::kAlarmStart) onPassStart(object, t);
 }
 
-void AlarmChecks::dispatch(std::string_view ev, const json& e, const std::map<std::string, RowState>& rows) {
+void AlarmChecks::dispatch(std::string_view ev, const EventFields& e, const std::map<std::string, RowState>& rows) {
   IncarnationState& inc = incarnations_[key(e)];
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
@@ -198,7 +198,7 @@ void AlarmChecks::dispatch(std::string_view ev, const json& e, const std::map<st
 // ---------------------------------------------------------------------------------------------
 // Commits: the state the engine left, read independently
 
-void AlarmChecks::onCommit(const json& e) {
+void AlarmChecks::onCommit(const EventFields& e) {
   const std::string object = label(e);
   IncarnationState& inc = incarnations_[key(e)];
   std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
@@ -229,13 +229,13 @@ void AlarmChecks::notesDurable(const std::string& object, IncarnationState& inc,
 }
 
 // The incarnation ended with unconfirmed commits: the first `kept` of them are durable.
-void AlarmChecks::onDurability(const json& e) {
+void AlarmChecks::onDurability(const EventFields& e) {
   IncarnationState& inc = incarnations_[key(e)];
   const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
   inc.commits.decide(kept, [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); }, [](const auto&) {});
 }
 
-void AlarmChecks::onConfirm(const json& e) {
+void AlarmChecks::onConfirm(const EventFields& e) {
   IncarnationState& inc = incarnations_[key(e)];
   inc.commits.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); });
 }
@@ -322,7 +322,7 @@ bool AlarmChecks::hasAlarmTable(const std::string& object) { return reader_.hasT
 // ---------------------------------------------------------------------------------------------
 // Scheduler probes
 
-void AlarmChecks::onReconcile(const json& e) {
+void AlarmChecks::onReconcile(const EventFields& e) {
   Reconcile r;
   r.now = num(e, "now");
   r.seenAt = num(e, "t");
@@ -339,7 +339,7 @@ void AlarmChecks::onReconcile(const json& e) {
 }
 
 // SCH-05: only a reconcile whose commit is durable may arm the early timer.
-void AlarmChecks::onReconcileDurable(const json& e) {
+void AlarmChecks::onReconcileDurable(const EventFields& e) {
   IncarnationState& inc = incarnations_[key(e)];
   const int64_t at = num(e, "reconciled_at");
   const std::optional<int64_t> next = optInt(e.at("next"));
@@ -355,7 +355,7 @@ void AlarmChecks::onReconcileDurable(const json& e) {
   inc.sawDurable = true;
 }
 
-void AlarmChecks::onPermit(const json& e) {
+void AlarmChecks::onPermit(const EventFields& e) {
   IncarnationState& inc = incarnations_[key(e)];
   const std::string op = text(e, "op");
   const int64_t permit = num(e, "permit");
@@ -382,7 +382,7 @@ void AlarmChecks::onPermit(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Named-alarm probes
 
-void AlarmChecks::onClaim(const json& e) {
+void AlarmChecks::onClaim(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   const Occurrence occurrence{text(e, "name"), text(e, "generation")};
@@ -404,7 +404,7 @@ void AlarmChecks::onClaim(const json& e) {
 }
 
 // ALM-01 counts what the application's handler actually ran, not what the engine says it invoked.
-void AlarmChecks::onHandlerRan(const json& e) {
+void AlarmChecks::onHandlerRan(const EventFields& e) {
   const std::string object = label(e), name = text(e, "name"), key = text(e, "key");
   const std::string generation = key.rfind(kKeyPrefix, 0) == 0 ? key.substr(kKeyPrefix.size()) : key;
   const int64_t runs = ++objects_[object].handlerRuns[{name, generation}];
@@ -413,7 +413,7 @@ void AlarmChecks::onHandlerRan(const json& e) {
   });
 }
 
-void AlarmChecks::onInvoke(const json& e) {
+void AlarmChecks::onInvoke(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   IncarnationState& inc = incarnations_[key(e)];
@@ -440,7 +440,7 @@ void AlarmChecks::onInvoke(const json& e) {
 // just before it (read after the object's previous event: every alarm-table write probes) into `rows`
 // (as the write left them), and a
 // stale one changes nothing at all.
-void AlarmChecks::onWrite(const json& e, const std::map<std::string, RowState>& rows) {
+void AlarmChecks::onWrite(const EventFields& e, const std::map<std::string, RowState>& rows) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   const std::string name = text(e, "name"), generation = text(e, "generation"), write = text(e, "write");
@@ -467,7 +467,7 @@ void AlarmChecks::onWrite(const json& e, const std::map<std::string, RowState>& 
   });
 }
 
-void AlarmChecks::onSettle(const json& e) {
+void AlarmChecks::onSettle(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   const std::string name = text(e, "name");
@@ -504,7 +504,7 @@ void AlarmChecks::onSettle(const json& e) {
   }
 }
 
-void AlarmChecks::onPurgeBegin(const json& e) {
+void AlarmChecks::onPurgeBegin(const EventFields& e) {
   const std::string object = label(e);
   const int64_t before = num(e, "before");
   objects_[object].purgeBeginSeq[before] = seq_;
@@ -515,7 +515,7 @@ void AlarmChecks::onPurgeBegin(const json& e) {
 }
 
 // ALM-10 at the delete itself: nothing older is left, everything at the cutoff is.
-void AlarmChecks::onPurgeWrite(const json& e) {
+void AlarmChecks::onPurgeWrite(const EventFields& e) {
   const std::string object = label(e);
   const int64_t before = num(e, "before");
   incarnations_[key(e)].commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
@@ -529,7 +529,7 @@ void AlarmChecks::onPurgeWrite(const json& e) {
   });
 }
 
-void AlarmChecks::onCancelBegin(const json& e) {
+void AlarmChecks::onCancelBegin(const EventFields& e) {
   const std::string object = label(e);
   const std::string name = text(e, "name");
   objects_[object].cancelBeginSeq[name] = seq_;
@@ -538,7 +538,7 @@ void AlarmChecks::onCancelBegin(const json& e) {
 }
 
 // ALM-08 at the write itself: exactly the new occurrence's row.
-void AlarmChecks::onScheduleWrite(const json& e) {
+void AlarmChecks::onScheduleWrite(const EventFields& e) {
   const std::string object = label(e);
   const std::string name = text(e, "name");
   const std::optional<SqlRow> r = row(object, name);

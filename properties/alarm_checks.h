@@ -143,30 +143,30 @@ class AlarmChecks final : public ObjectChecker {
     int64_t platformRetryAt = 0;  // the latest retry time the runtime announced for a failed alarm run
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
-  void dispatch(std::string_view ev, const nlohmann::json& e, const std::map<std::string, RowState>& rows);
-  void onHandlerRan(const nlohmann::json& e);
+  void observe(std::string_view ev, const EventFields& e) override;
+  void dispatch(std::string_view ev, const EventFields& e, const std::map<std::string, RowState>& rows);
+  void onHandlerRan(const EventFields& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
   std::string invariant_for(std::string_view ev) const override;
-  Key key(const nlohmann::json& event) const;
+  Key key(const EventFields& event) const;
 
-  void onCommit(const nlohmann::json& e);
-  void onDurability(const nlohmann::json& e);
+  void onCommit(const EventFields& e);
+  void onDurability(const EventFields& e);
   // A commit holding `notes` is durable: its removals count for ALM-13, its claims and reconciles
   // are confirmed.
   void notesDurable(const std::string& object, IncarnationState& inc, const CommitNotes& notes);
-  void onConfirm(const nlohmann::json& e);
-  void onReconcile(const nlohmann::json& e);
-  void onReconcileDurable(const nlohmann::json& e);
-  void onPermit(const nlohmann::json& e);
-  void onClaim(const nlohmann::json& e);
-  void onInvoke(const nlohmann::json& e);
-  void onWrite(const nlohmann::json& e, const std::map<std::string, RowState>& rows);
-  void onSettle(const nlohmann::json& e);
-  void onPurgeBegin(const nlohmann::json& e);
-  void onPurgeWrite(const nlohmann::json& e);
-  void onCancelBegin(const nlohmann::json& e);
-  void onScheduleWrite(const nlohmann::json& e);
+  void onConfirm(const EventFields& e);
+  void onReconcile(const EventFields& e);
+  void onReconcileDurable(const EventFields& e);
+  void onPermit(const EventFields& e);
+  void onClaim(const EventFields& e);
+  void onInvoke(const EventFields& e);
+  void onWrite(const EventFields& e, const std::map<std::string, RowState>& rows);
+  void onSettle(const EventFields& e);
+  void onPurgeBegin(const EventFields& e);
+  void onPurgeWrite(const EventFields& e);
+  void onCancelBegin(const EventFields& e);
+  void onScheduleWrite(const EventFields& e);
 
   void checkWindow(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm);
   // The object's rows as this event left them (refreshed from the row-change journal), or nullptr

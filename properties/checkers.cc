@@ -32,8 +32,8 @@ using nlohmann::json;
 // The phase a "phase" event opens ("" for any other event).
 std::string_view phase_of(const sim::TraceEvent& event) {
   if (!event.is("phase")) return "";
-  const auto phase = event.json().find("phase");
-  return phase != event.json().end() && phase->is_string() ? std::string_view(phase->get_ref<const std::string&>()) : "";
+  const json* phase = event.fields().find("phase");
+  return phase && phase->is_string() ? std::string_view(phase->get_ref<const std::string&>()) : "";
 }
 
 StoreReader reader_of(const sim::StoreView& stores) {
@@ -127,7 +127,7 @@ class AlarmFamilies final : public Checker {
         checks_(reader_of(scope.stores), policy_->view(), scope.className) {}
 
   void record(const sim::TraceEvent& event) override {
-    if (event.is("workload.config") && config_of_class(event.json(), className_)) policy_->learn(event.json());
+    if (event.is("workload.config") && config_of_class(event.fields(), className_)) policy_->learn(event.json());
     checks_.record(event);
     const std::string_view phase = phase_of(event);
     if (phase == "liveness") checks_.healed(event.t(), policy_->scheduler);

@@ -14,12 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/runtime.h"
+
 namespace durasim::properties {
 
 class ColdLossWatch {
  public:
   // Learns from a `fault` or `cold.call` event; any other event is ignored.
-  void observe(std::string_view ev, const nlohmann::json& event);
+  void observe(std::string_view ev, const EventFields& event);
   // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
   void healed() { healed_ = true; }
   // Whether the cold object with key `key` may be gone at World time `now`.

@@ -86,7 +86,7 @@ std::string EventBusChecks::invariant_for(std::string_view ev) const {
   return "EVT-15";
 }
 
-void EventBusChecks::observe(std::string_view ev, const json& e) {
+void EventBusChecks::observe(std::string_view ev, const EventFields& e) {
   ++checked_;
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
@@ -152,7 +152,7 @@ EventBusChecks::Bus& EventBusChecks::bus(const std::string& label, int64_t incar
 }
 
 // "workload.config": the consumers' options, keyed by (topic, name).
-void EventBusChecks::onConfig(const json& e) {
+void EventBusChecks::onConfig(const EventFields& e) {
   if (e.contains("buses")) buses_ = strings(e, "buses");
   if (!e.contains("consumers")) return;
   for (const json& c : e.at("consumers")) {
@@ -222,7 +222,7 @@ std::set<std::string> EventBusChecks::keysUnder(const std::string& label, const 
 // ---------------------------------------------------------------------------------------------
 // Commits and durability decisions
 
-void EventBusChecks::onCommit(const std::string& label, Bus& b, const json& e, bool unchanged) {
+void EventBusChecks::onCommit(const std::string& label, Bus& b, const EventFields& e, bool unchanged) {
   const std::vector<Edit> edits = b.state.open_edits();
   // After a failed statement the writes reported may be partly undone: judged at the next commit.
   if (!edits.empty() && !b.unsure) {

@@ -142,15 +142,15 @@ class EventBusChecks final : public ObjectChecker {
     bool unsure = false;  // a failed statement may have undone reported writes
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
-  void onConfig(const nlohmann::json& e);
+  void onConfig(const EventFields& e);
   const ConsumerConfig& config(const Bus& bus, const Consumer& c) const;
   int64_t delayFor(const ConsumerConfig& c, int64_t n) const;
   Bus& bus(const std::string& label, int64_t incarnation);
 
   // event_bus_checks.cc: stored state
-  void onCommit(const std::string& label, Bus& bus, const nlohmann::json& e, bool unchanged);
+  void onCommit(const std::string& label, Bus& bus, const EventFields& e, bool unchanged);
   void onDurability(const std::string& label, Bus& bus, int64_t kept);
   void checkStored(const std::string& label, Bus& bus, const std::vector<Edit>& edits);
   void checkAcks(const std::string& label, Bus& bus);
@@ -167,27 +167,27 @@ class EventBusChecks final : public ObjectChecker {
   const StoredBus& stored(const std::string& label) const;  // refreshed once per event checked
 
   // event_bus_history.cc: what happened
-  void onProbe(std::string_view ev, const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onEmit(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onEmitRefused(const std::string& label, const nlohmann::json& e);
-  void onEmitted(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onRejected(const std::string& label, const nlohmann::json& e);
-  void onPollBegin(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onExamine(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onInvoke(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onHandle(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onHandled(Bus& bus, const nlohmann::json& e);
-  void onOptions(Bus& bus, const nlohmann::json& e);
-  void onAck(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onFailure(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onQuarantine(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onCursor(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onPollEnd(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onReleaseWrite(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onRelease(const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onList(const std::string& label, const nlohmann::json& e);
-  void onLoop(std::string_view ev, const std::string& label, Bus& bus, const nlohmann::json& e);
-  void onLog(const std::string& label, Bus& bus, const nlohmann::json& e);
+  void onProbe(std::string_view ev, const std::string& label, Bus& bus, const EventFields& e);
+  void onEmit(const std::string& label, Bus& bus, const EventFields& e);
+  void onEmitRefused(const std::string& label, const EventFields& e);
+  void onEmitted(const std::string& label, Bus& bus, const EventFields& e);
+  void onRejected(const std::string& label, const EventFields& e);
+  void onPollBegin(const std::string& label, Bus& bus, const EventFields& e);
+  void onExamine(const std::string& label, Bus& bus, const EventFields& e);
+  void onInvoke(const std::string& label, Bus& bus, const EventFields& e);
+  void onHandle(const std::string& label, Bus& bus, const EventFields& e);
+  void onHandled(Bus& bus, const EventFields& e);
+  void onOptions(Bus& bus, const EventFields& e);
+  void onAck(const std::string& label, Bus& bus, const EventFields& e);
+  void onFailure(const std::string& label, Bus& bus, const EventFields& e);
+  void onQuarantine(const std::string& label, Bus& bus, const EventFields& e);
+  void onCursor(const std::string& label, Bus& bus, const EventFields& e);
+  void onPollEnd(const std::string& label, Bus& bus, const EventFields& e);
+  void onReleaseWrite(const std::string& label, Bus& bus, const EventFields& e);
+  void onRelease(const std::string& label, Bus& bus, const EventFields& e);
+  void onList(const std::string& label, const EventFields& e);
+  void onLoop(std::string_view ev, const std::string& label, Bus& bus, const EventFields& e);
+  void onLog(const std::string& label, Bus& bus, const EventFields& e);
   void markConcurrent(Bus& bus, std::optional<int64_t> pass, const Consumer* releaseOf);
 
   StoreReader reader_;

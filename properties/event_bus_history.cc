@@ -112,7 +112,7 @@ std::string logOfOutcome(const std::string& outcome) {
 
 }  // namespace
 
-void EventBusChecks::onProbe(std::string_view ev, const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onProbe(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
   // Store work of the object while passes run (EVT-17, EVT-41, EVT-11); a handler's own report and
   // the loop's probes read nothing.
   if (ev.substr(0, 8) != "app.evt." && ev != ev::kOptions && ev.substr(0, 9) != "evt.loop." && ev.substr(0, 9) != "evt.tick.") {
@@ -151,7 +151,7 @@ void EventBusChecks::markConcurrent(Bus& b, std::optional<int64_t> pass, const C
 }
 
 // The options a consumer of this incarnation was built with (used where workload.config has none).
-void EventBusChecks::onOptions(Bus& b, const json& e) {
+void EventBusChecks::onOptions(Bus& b, const EventFields& e) {
   ConsumerConfig c;
   const json& max = e.at("maxAttempts");
   c.maxAttempts = max.is_number() ? max.get<double>() : max == "inf" ? INFINITY : NAN;
@@ -168,7 +168,7 @@ void EventBusChecks::onOptions(Bus& b, const json& e) {
 // emit (events.md 5)
 
 // EVT-01: one record per id, an existing one found again; EVT-03: a new record within maxDepth.
-void EventBusChecks::onEmit(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onEmit(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), id = text(e, "id");
   const int64_t seq = num(e, "seq");
   const auto& log = b.state.staged().log;
@@ -190,7 +190,7 @@ void EventBusChecks::onEmit(const std::string& label, Bus& b, const json& e) {
 }
 
 // EVT-03: a refusal reports depth == maxDepth, for an id not stored, on a full topic.
-void EventBusChecks::onEmitRefused(const std::string& label, const json& e) {
+void EventBusChecks::onEmitRefused(const std::string& label, const EventFields& e) {
   const std::string topic = text(e, "topic"), id = text(e, "id");
   const int64_t depth = num(e, "depth"), maxDepth = num(e, "maxDepth");
   const std::string ns = Keys(topic, "", true).log();
@@ -204,7 +204,7 @@ void EventBusChecks::onEmitRefused(const std::string& label, const json& e) {
 
 // EVT-02: a returned emit's record is durable, with its first payload (EVT-01); EVT-25: a refused
 // emit of an empty topic or id threw TypeError and stored nothing.
-void EventBusChecks::onEmitted(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onEmitted(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), id = text(e, "id");
   if (!e.at("ok").get<bool>()) {
     // An emit without an id reports "" too: only an empty topic, or a refusal, is judged.
@@ -227,7 +227,7 @@ void EventBusChecks::onEmitted(const std::string& label, Bus& b, const json& e) 
 }
 
 // EVT-25: a refusal throws the class and message of events.md 5 / 6.1.
-void EventBusChecks::onRejected(const std::string& label, const json& e) {
+void EventBusChecks::onRejected(const std::string& label, const EventFields& e) {
   static const std::set<std::string> kMessages = {
       "event topic must be a non-empty string", "event id must be a non-empty string", "maxDepth must be a non-negative integer",
       "event payload is not serializable", "event handler must be callable", "consumer name is required", "pollMs must be a positive integer",
@@ -245,7 +245,7 @@ void EventBusChecks::onRejected(const std::string& label, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Passes (events.md 6.4-6.5)
 
-void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const EventFields& e) {
   const int64_t id = num(e, "pass");
   Pass p;
   p.consumer = {text(e, "topic"), text(e, "consumer")};
@@ -289,7 +289,7 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const json& e
 }
 
 // EVT-12: each examined event's decision is the one the stored records give at that instant.
-void EventBusChecks::onExamine(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onExamine(const std::string& label, Bus& b, const EventFields& e) {
   const auto found = b.passes.find(num(e, "pass"));
   if (found == b.passes.end()) return;
   Pass& p = found->second;
@@ -319,7 +319,7 @@ void EventBusChecks::onExamine(const std::string& label, Bus& b, const json& e) 
 
 // A handler call starts: EVT-13 (not acked), EVT-20 (not quarantined), EVT-22 (due), EVT-12 (the
 // due event just examined, once per pass), EVT-04 (an event of the consumer's topic).
-void EventBusChecks::onInvoke(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onInvoke(const std::string& label, Bus& b, const EventFields& e) {
   const int64_t pass = num(e, "pass");
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Keys keys(topic, consumer, true);
@@ -358,7 +358,7 @@ void EventBusChecks::onInvoke(const std::string& label, Bus& b, const json& e) {
 
 // What a handler received (app.evt.handle): EVT-04 (a call of its consumer for that event of its
 // topic is running), EVT-44 (the stored first payload).
-void EventBusChecks::onHandle(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onHandle(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
   const auto name = [&] { return who(label, topic, consumer, id); };
@@ -378,7 +378,7 @@ void EventBusChecks::onHandle(const std::string& label, Bus& b, const json& e) {
   b.failedCalls.insert(slot);
 }
 
-void EventBusChecks::onHandled(Bus& b, const json& e) {
+void EventBusChecks::onHandled(Bus& b, const EventFields& e) {
   const bool ok = e.at("ok").get<bool>() && !e.at("timedOut").get<bool>();
   if (!ok) {
     b.handlerFailed = true;
@@ -395,7 +395,7 @@ void EventBusChecks::onHandled(Bus& b, const json& e) {
 
 // EVT-08: an ack write follows a call of its pass that the handler ended normally, in time;
 // EVT-07: it creates the marker exactly when none was stored.
-void EventBusChecks::onAck(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onAck(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
   const auto pass = b.passes.find(num(e, "pass"));
@@ -425,7 +425,7 @@ void EventBusChecks::onAck(const std::string& label, Bus& b, const json& e) {
 // The failure record: its outcome from the records as the transaction found them (EVT-18, EVT-19,
 // EVT-31, EVT-33), the attempt record written (EVT-19, EVT-23, EVT-24, EVT-34), the delay warning
 // (EVT-24) and the log line it owes (EVT-43).
-void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onFailure(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id"), outcome = text(e, "outcome");
   const Slot slot{topic, consumer, id};
   const auto name = [&] { return who(label, topic, consumer, id); };
@@ -499,7 +499,7 @@ void EventBusChecks::onFailure(const std::string& label, Bus& b, const json& e) 
 
 // The dead record a quarantine writes: EVT-18 (attempts == maxAttempts), EVT-33 (a call failed, no
 // ack marker), EVT-30 (releases kept), EVT-32 (from none or released only).
-void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
   const auto name = [&] { return who(label, topic, consumer, id); };
@@ -526,7 +526,7 @@ void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const json& 
 }
 
 // EVT-16: the cursor never moves back (except the reference's rewind on a release's rescan).
-void EventBusChecks::onCursor(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onCursor(const std::string& label, Bus& b, const EventFields& e) {
   if (!e.at("moved").get<bool>()) return;
   const Consumer c{text(e, "topic"), text(e, "consumer")};
   const int64_t to = num(e, "to");
@@ -540,7 +540,7 @@ void EventBusChecks::onCursor(const std::string& label, Bus& b, const json& e) {
 // A pass ended: EVT-07 (it returns its won inserts); completed: EVT-12 (no due event left
 // uncalled), EVT-14 (the frontier past every record it found), EVT-41 (the pending index), EVT-17
 // (cost), EVT-11 (healthy passes after heal), EVT-26 (a release before it was called in it).
-void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const EventFields& e) {
   const int64_t id = num(e, "pass");
   const auto found = b.passes.find(id);
   if (found == b.passes.end()) return;
@@ -601,7 +601,7 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const json& e) 
 
 // A release's unit: EVT-32 (only a dead, undelivered event), EVT-30 (releases + 1), EVT-29 (a
 // released event again), EVT-19 (the reset: n 0, due now, gen the new stamp), EVT-34 (at time 0).
-void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
   const Slot slot{topic, consumer, id};
   const auto name = [&] { return who(label, topic, consumer, id); };
@@ -641,7 +641,7 @@ void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const json
 
 // releaseDeadEvent returned: EVT-27 (its outcome against the stored records), EVT-43 (a contended
 // release's warning); a released event is due to its next pass (EVT-26) and counted (EVT-30).
-void EventBusChecks::onRelease(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onRelease(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id"), outcome = text(e, "outcome");
   const Slot slot{topic, consumer, id};
   const Keys keys(topic, consumer, true);
@@ -665,7 +665,7 @@ void EventBusChecks::onRelease(const std::string& label, Bus& b, const json& e) 
 
 // EVT-42: a listing is exactly the dead records of the consumer still in the log, in log order, with
 // the status rule and the records' counts, at the cost of the dead-letter index.
-void EventBusChecks::onList(const std::string& label, const json& e) {
+void EventBusChecks::onList(const std::string& label, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer");
   const Keys keys(topic, consumer, true);
   const std::map<std::string, int64_t> index = entries(label, keys.deadIndex());
@@ -693,7 +693,7 @@ void EventBusChecks::onList(const std::string& label, const json& e) {
 
 // EVT-38: one tick of a consumer at a time, none after stop, each after its gap; the gap after a
 // tick pollMs if it created an ack, else doubled up to maxPollMs (pollMs without backoff).
-void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
   const Consumer c{text(e, "topic"), text(e, "consumer")};
   const int64_t generation = num(e, "generation"), t = num(e, "t");
   const ConsumerConfig& conf = config(b, c);
@@ -728,7 +728,7 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
 }
 
 // EVT-43: the log line a failure owes comes next, at its level; warnings and errors count for EVT-36.
-void EventBusChecks::onLog(const std::string& label, Bus& b, const json& e) {
+void EventBusChecks::onLog(const std::string& label, Bus& b, const EventFields& e) {
   const std::string event = text(e, "event"), level = text(e, "level");
   if (event.substr(0, 7) == "events." && (level == "warn" || level == "error")) b.warned = true;
   if (event.substr(0, 19) == "events.retry_delay.") b.delayWarning = event;

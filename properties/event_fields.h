@@ -1,6 +1,7 @@
 // Reading the fields of trace events, shared by the checkers: typed access that throws
 // nlohmann::json errors on a missing or mistyped field (the checkers turn those into a clear
-// "malformed event" error), and the number formatting of their violation messages.
+// "malformed event" error), and the number formatting of their violation messages. Each reader
+// takes an event's fields (EventFields) or a JSON object nested in them alike.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +18,21 @@ inline std::string str(const std::optional<int64_t>& v) { return v ? std::to_str
 inline std::optional<int64_t> optInt(const nlohmann::json& v) {
   return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>());
 }
-inline int64_t num(const nlohmann::json& e, const char* field) { return e.at(field).get<int64_t>(); }
-inline std::string text(const nlohmann::json& e, const char* field) { return e.at(field).get<std::string>(); }
-inline std::vector<int64_t> ints(const nlohmann::json& e, const char* field) {
-  return e.at(field).get<std::vector<int64_t>>();
+template <class Object>
+int64_t num(const Object& e, const char* field) {
+  return e.at(field).template get<int64_t>();
 }
-inline std::vector<std::string> strings(const nlohmann::json& e, const char* field) {
-  return e.at(field).get<std::vector<std::string>>();
+template <class Object>
+std::string text(const Object& e, const char* field) {
+  return e.at(field).template get<std::string>();
+}
+template <class Object>
+std::vector<int64_t> ints(const Object& e, const char* field) {
+  return e.at(field).template get<std::vector<int64_t>>();
+}
+template <class Object>
+std::vector<std::string> strings(const Object& e, const char* field) {
+  return e.at(field).template get<std::vector<std::string>>();
 }
 
 }  // namespace durasim::properties::fields

@@ -63,7 +63,7 @@ std::string FanoutChecks::invariant_for(std::string_view ev) const {
   return "FAN-02";
 }
 
-FanoutChecks::IncarnationState& FanoutChecks::incarnation(const json& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
+FanoutChecks::IncarnationState& FanoutChecks::incarnation(const EventFields& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
 
 // Asked by most handlers: answered once per event (tables change only between events).
 bool FanoutChecks::hasTables(const std::string& object) const {
@@ -75,7 +75,7 @@ bool FanoutChecks::hasTables(const std::string& object) const {
   return has;
 }
 
-void FanoutChecks::observe(std::string_view ev, const json& e) {
+void FanoutChecks::observe(std::string_view ev, const EventFields& e) {
   ++checked_;
   history_.observe(observing());
   if (ev == "workload.config") {
@@ -174,7 +174,7 @@ bool FanoutChecks::configured(const IncarnationState& inc, const std::string& ta
 }
 
 // FAN-18: a row of a target the incarnation was built without is never removed or dead-lettered.
-void FanoutChecks::checkConfiguredRemoval(const json& e, const IncarnationState& inc, const char* what) {
+void FanoutChecks::checkConfiguredRemoval(const EventFields& e, const IncarnationState& inc, const char* what) {
   const std::string row = text(e, "row");
   const std::string target = targetOfRow(row);
   tallies_.check("FAN-18", configured(inc, target), [&] {
@@ -182,7 +182,7 @@ void FanoutChecks::checkConfiguredRemoval(const json& e, const IncarnationState&
   });
 }
 
-void FanoutChecks::onConfig(const json& e) {
+void FanoutChecks::onConfig(const EventFields& e) {
   if (e.contains("maxAttempts")) maxAttempts_ = num(e, "maxAttempts");
   if (e.contains("dlq")) dlq_ = e.at("dlq").get<bool>();
   if (e.contains("maxBatchSize")) maxBatchSize_ = num(e, "maxBatchSize");
@@ -194,7 +194,7 @@ void FanoutChecks::onConfig(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Commits
 
-void FanoutChecks::onCommit(const json& e) {
+void FanoutChecks::onCommit(const EventFields& e) {
   const std::string object = label(e);
   IncarnationState& inc = incarnation(e);
   const CommitNotes notes = inc.commits.notes() = validated(object, inc);
@@ -241,7 +241,7 @@ void FanoutChecks::committed(const std::string& object, const CommitNotes& notes
 // The incarnation ended: its first `kept` unconfirmed commits are durable, and the next incarnation
 // opens the durable state. (Claims stay known: a claim that vanished reached no target, since the
 // engine hands a delivery out only once its claim is durable.)
-void FanoutChecks::onDurability(const json& e) {
+void FanoutChecks::onDurability(const EventFields& e) {
   ObjectState& obj = objects_[label(e)];
   const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
   incarnation(e).commits.decide(kept, [&](const auto& txn) { obj.durable.apply(txn.notes); }, [](const auto&) {});
@@ -309,7 +309,7 @@ void FanoutChecks::checkRows(const std::string& object) {
 
 // FAN-05: every new manifest's seq lies above every seq committed before it, and above the ones
 // this transaction assigned already.
-void FanoutChecks::onEnqueueWrite(const json& e, IncarnationState& inc) {
+void FanoutChecks::onEnqueueWrite(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   ObjectState& obj = objects_[object];
   CommitNotes& notes = inc.commits.notes();
@@ -328,7 +328,7 @@ void FanoutChecks::onEnqueueWrite(const json& e, IncarnationState& inc) {
 // FAN-03: while a key's manifest is live (committed locally, or staged earlier in this transaction),
 // a message under the key is the same work (id, payload, targets) and creates nothing; a message
 // under a key with no live manifest is not taken for a duplicate.
-void FanoutChecks::checkDedup(const json& e, IncarnationState& inc) {
+void FanoutChecks::checkDedup(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const Facts& facts = objects_[object].local;
   CommitNotes& notes = inc.commits.notes();
@@ -360,7 +360,7 @@ void FanoutChecks::checkDedup(const json& e, IncarnationState& inc) {
 // targets that were due before this instant (a row written in this instant may postdate the
 // runDue's reading of the targets: its own enqueue's pass takes it up), and which targets have a
 // pass open in this instant.
-void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
+void FanoutChecks::onPassBegin(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const std::string target = text(e, "target");
   const int64_t now = num(e, "t") + inc.clockOffset;  // on the clock of the stored due times
@@ -386,7 +386,7 @@ void FanoutChecks::onPassBegin(const json& e, IncarnationState& inc) {
   if (!watch.due.empty()) inc.watches.push_back(std::move(watch));
 }
 
-void FanoutChecks::onPassEnd(const json& e, IncarnationState& inc) {
+void FanoutChecks::onPassEnd(const EventFields& e, IncarnationState& inc) {
   PassState& pass = inc.passes[text(e, "target")];
   pass.openSince.reset();
   pass.lastEnd = num(e, "t") + inc.clockOffset;
@@ -395,7 +395,7 @@ void FanoutChecks::onPassEnd(const json& e, IncarnationState& inc) {
 // FAN-16, once the instant a pass began is over: a row of another target that was due then (and
 // not while a pass of its own target ran), whose target had no pass open in that instant, must not
 // still wait untouched.
-void FanoutChecks::judgeIsolation(const json& e, IncarnationState& inc) {
+void FanoutChecks::judgeIsolation(const EventFields& e, IncarnationState& inc) {
   const int64_t now = num(e, "t") + inc.clockOffset;
   const std::string& object = label(e);
   std::erase_if(inc.watches, [&](const IsolationWatch& watch) {
@@ -418,7 +418,7 @@ void FanoutChecks::judgeIsolation(const json& e, IncarnationState& inc) {
 }
 
 // FAN-18: the due rows of a target this incarnation was built without, as the store holds them.
-void FanoutChecks::onUnconfiguredDue(const json& e, IncarnationState& inc) {
+void FanoutChecks::onUnconfiguredDue(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   if (!hasTables(object)) return;
   auto& [now, rows] = inc.unconfiguredDue[text(e, "target")];
@@ -433,7 +433,7 @@ void FanoutChecks::onUnconfiguredDue(const json& e, IncarnationState& inc) {
 
 // FAN-18: only rows of a target the incarnation lacks are postponed, each by 60 s from its pass,
 // keeping its attempt and last error.
-void FanoutChecks::onPostponeWrite(const json& e, IncarnationState& inc) {
+void FanoutChecks::onPostponeWrite(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const std::string target = text(e, "target");
   const auto due = inc.unconfiguredDue.find(target);
@@ -457,7 +457,7 @@ void FanoutChecks::onPostponeWrite(const json& e, IncarnationState& inc) {
   }
 }
 
-void FanoutChecks::onClaimWrite(const json& e, IncarnationState& inc) {
+void FanoutChecks::onClaimWrite(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   ObjectState& obj = objects_[object];
   const std::string target = text(e, "target");
@@ -476,7 +476,7 @@ void FanoutChecks::onClaimWrite(const json& e, IncarnationState& inc) {
 
 // FAN-25: an acknowledgement never removes a row whose dead-letter intent committed. FAN-20: an
 // ackOnReturn removal belongs to an open batch of a target configured with it.
-void FanoutChecks::onAckWrite(const json& e, IncarnationState& inc) {
+void FanoutChecks::onAckWrite(const EventFields& e, IncarnationState& inc) {
   if (!e.at("matched").get<bool>()) return;
   const RowKey row{text(e, "row"), text(e, "generation")};
   checkConfiguredRemoval(e, inc, "acknowledged");
@@ -497,7 +497,7 @@ void FanoutChecks::onAckWrite(const json& e, IncarnationState& inc) {
 
 // FAN-11: with a DLQ, a dead-lettered row is removed only once the DLQ holds its entry; FAN-12:
 // without one, terminal rows are dropped.
-void FanoutChecks::onRemoveWrite(const json& e, IncarnationState& inc) {
+void FanoutChecks::onRemoveWrite(const EventFields& e, IncarnationState& inc) {
   if (!e.at("matched").get<bool>()) return;
   const std::string& object = label(e);
   const RowKey row{text(e, "row"), text(e, "generation")};
@@ -517,7 +517,7 @@ void FanoutChecks::onRemoveWrite(const json& e, IncarnationState& inc) {
 }
 
 // FAN-17: a new delivery row is first due at ceil(created_at / b) * b, as the model computes it.
-void FanoutChecks::checkFirstDue(const json& e) {
+void FanoutChecks::checkFirstDue(const EventFields& e) {
   if (!batchDelayMs_ || !hasTables(label(e))) return;
   const int64_t at = num(e, "at");
   const int64_t expected = model::firstAttemptAt(at, *batchDelayMs_);
@@ -537,7 +537,7 @@ void FanoutChecks::checkFirstDue(const json& e) {
 // acknowledges nothing afterwards (the batch is closed: onAckWrite finds no open batch).
 // FAN-21: a batch closes by its deadline, attemptTimeoutMs after it was handed out, and one that
 // timed out closes exactly then.
-void FanoutChecks::onDelivered(const json& e, IncarnationState& inc) {
+void FanoutChecks::onDelivered(const EventFields& e, IncarnationState& inc) {
   const std::string target = text(e, "target");
   const auto batch = inc.batches.find(target);
   if (batch == inc.batches.end()) return;
@@ -557,7 +557,7 @@ void FanoutChecks::onDelivered(const json& e, IncarnationState& inc) {
   inc.batches.erase(batch);
 }
 
-void FanoutChecks::onDeliver(const json& e, IncarnationState& inc) {
+void FanoutChecks::onDeliver(const EventFields& e, IncarnationState& inc) {
   Batch& batch = inc.batches[text(e, "target")] = Batch{};
   batch.handedAt = num(e, "t");
   for (const json& d : e.at("deliveries")) batch.rows[{text(d, "row"), num(d, "attempt")}] = text(d, "delivery");
@@ -567,7 +567,7 @@ void FanoutChecks::onDeliver(const json& e, IncarnationState& inc) {
 // wrote it and the consumer's own retry did not (that records "Retry"). (A dead-letter intent of an
 // exhausted row may come from a pass that found its deadline passed first, with the row's last
 // stored error: it is not judged here.)
-void FanoutChecks::onRetryWritten(const json& e) {
+void FanoutChecks::onRetryWritten(const EventFields& e) {
   if (!e.at("matched").get<bool>()) return;
   std::map<DeliveryAttempt, TimedOut>& timedOuts = objects_[label(e)].timedOut;
   const auto timedOut = timedOuts.find({deliveryOf(text(e, "generation"), targetOfRow(text(e, "row"))), num(e, "attempt")});
@@ -579,7 +579,7 @@ void FanoutChecks::onRetryWritten(const json& e) {
 }
 
 // FAN-13: a load snapshot the application answers with counts the delivery rows stored now.
-void FanoutChecks::onLoad(const json& e) {
+void FanoutChecks::onLoad(const EventFields& e) {
   const std::string& object = label(e);
   if (!hasTables(object)) return;
   const int64_t stored = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
@@ -589,7 +589,7 @@ void FanoutChecks::onLoad(const json& e) {
 }
 
 // FAN-24: a memoized step runs only while no memo of it is stored; memoize returns the stored value.
-void FanoutChecks::onMemo(const json& e, bool computed) {
+void FanoutChecks::onMemo(const EventFields& e, bool computed) {
   const std::string mailbox = text(e, "mailbox");
   if (!reader_.hasTable(mailbox, DURASIM_FANOUT_MEMOS)) return;
   const json identity = json::parse(text(e, "delivery"));
@@ -614,7 +614,7 @@ void FanoutChecks::onMemo(const json& e, bool computed) {
 
 // FAN-14: the rows a pass read are the due rows of its target in the spec's order (first deliveries
 // by seq, then retries by seq), at most maxBatchSize, computed from the store as the pass saw it.
-void FanoutChecks::onDue(const json& e) {
+void FanoutChecks::onDue(const EventFields& e) {
   const std::string& object = label(e);
   if (!maxBatchSize_ || !hasTables(object)) return;
   struct Due {
@@ -675,7 +675,7 @@ void FanoutChecks::checkIdentity(const std::string& mailbox, const std::string& 
   });
 }
 
-void FanoutChecks::onStored(const json& e) {
+void FanoutChecks::onStored(const EventFields& e) {
   const std::string mailbox = text(e, "mailbox");
   const std::string delivery = text(e, "delivery");
   const int64_t attempts = num(e, "attempts");
@@ -693,7 +693,7 @@ void FanoutChecks::onStored(const json& e) {
 
 // FAN-09: a repeated settlement call fails with FanoutSettlementError, an invalid delay with
 // RangeError, and at most one settlement of one delivery attempt takes effect.
-void FanoutChecks::onSettled(const json& e) {
+void FanoutChecks::onSettled(const EventFields& e) {
   const std::string mailbox = text(e, "mailbox");
   const std::string result = text(e, "result");
   const bool invalidDelay = e.contains("delayMs") && num(e, "delayMs") < 0;  // refused before anything else

@@ -152,40 +152,40 @@ class FanoutChecks final : public ObjectChecker {
     int64_t lastEnqueueAt = -1, lastRemovalAt = -1;  // commit times
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
 
-  void onConfig(const nlohmann::json& e);
-  void onCommit(const nlohmann::json& e);
-  void onDurability(const nlohmann::json& e);
-  void onEnqueueWrite(const nlohmann::json& e, IncarnationState& inc);
-  void onClaimWrite(const nlohmann::json& e, IncarnationState& inc);
-  void onAckWrite(const nlohmann::json& e, IncarnationState& inc);
-  void onRemoveWrite(const nlohmann::json& e, IncarnationState& inc);
+  void onConfig(const EventFields& e);
+  void onCommit(const EventFields& e);
+  void onDurability(const EventFields& e);
+  void onEnqueueWrite(const EventFields& e, IncarnationState& inc);
+  void onClaimWrite(const EventFields& e, IncarnationState& inc);
+  void onAckWrite(const EventFields& e, IncarnationState& inc);
+  void onRemoveWrite(const EventFields& e, IncarnationState& inc);
   void onReceived(const std::string& mailbox, const std::string& delivery, int64_t attempt, const char* what);
-  void onStored(const nlohmann::json& e);
+  void onStored(const EventFields& e);
   void checkIdentity(const std::string& mailbox, const std::string& delivery, const std::string& target);
-  void onSettled(const nlohmann::json& e);
-  void onDue(const nlohmann::json& e);
-  void onDelivered(const nlohmann::json& e, IncarnationState& inc);
-  void checkFirstDue(const nlohmann::json& e);
-  void checkDedup(const nlohmann::json& e, IncarnationState& inc);
-  void onPassBegin(const nlohmann::json& e, IncarnationState& inc);
-  void onPassEnd(const nlohmann::json& e, IncarnationState& inc);
-  void judgeIsolation(const nlohmann::json& e, IncarnationState& inc);
-  void onDeliver(const nlohmann::json& e, IncarnationState& inc);
-  void onUnconfiguredDue(const nlohmann::json& e, IncarnationState& inc);
-  void onPostponeWrite(const nlohmann::json& e, IncarnationState& inc);
-  void onRetryWritten(const nlohmann::json& e);
-  void onLoad(const nlohmann::json& e);
-  void onMemo(const nlohmann::json& e, bool computed);
+  void onSettled(const EventFields& e);
+  void onDue(const EventFields& e);
+  void onDelivered(const EventFields& e, IncarnationState& inc);
+  void checkFirstDue(const EventFields& e);
+  void checkDedup(const EventFields& e, IncarnationState& inc);
+  void onPassBegin(const EventFields& e, IncarnationState& inc);
+  void onPassEnd(const EventFields& e, IncarnationState& inc);
+  void judgeIsolation(const EventFields& e, IncarnationState& inc);
+  void onDeliver(const EventFields& e, IncarnationState& inc);
+  void onUnconfiguredDue(const EventFields& e, IncarnationState& inc);
+  void onPostponeWrite(const EventFields& e, IncarnationState& inc);
+  void onRetryWritten(const EventFields& e);
+  void onLoad(const EventFields& e);
+  void onMemo(const EventFields& e, bool computed);
   bool configured(const IncarnationState& inc, const std::string& target) const;
-  void checkConfiguredRemoval(const nlohmann::json& e, const IncarnationState& inc, const char* what);
+  void checkConfiguredRemoval(const EventFields& e, const IncarnationState& inc, const char* what);
   int64_t retryBoundMs() const;
   CommitNotes validated(const std::string& object, IncarnationState& inc);
   void committed(const std::string& object, const CommitNotes& notes, int64_t at);
   void checkRows(const std::string& object);
-  IncarnationState& incarnation(const nlohmann::json& e);
+  IncarnationState& incarnation(const EventFields& e);
   bool hasTables(const std::string& object) const;
 
   // One object's manifest and delivery rows, mirrored from the row-change journal at each commit

@@ -157,7 +157,7 @@ class HistoryGraph {
   // The trace's next event (its index is the number of events given before, plus `first_index`).
   // Reads what it can; a malformed event adds what it could read and nothing else.
   void observe(const sim::TraceEvent& event);
-  void observe(const nlohmann::json& event) { observe(sim::TraceEvent::of(event)); }
+  void observe(const nlohmann::json& event) { observe(sim::TraceEvent(event)); }
   void set_first_index(uint64_t index) { next_index_ = index; }
 
   // The end of the run: reads that never met their write are violations, and the whole graph must
@@ -193,11 +193,11 @@ class HistoryGraph {
 
   bool follows(std::string_view label) const { return !options_.follows || options_.follows(label); }
   Object& object(const std::string& label);
-  Node add(const nlohmann::json& e, std::string_view ev, std::string_view who);
+  Node add(const EventFields& e, std::string_view ev, std::string_view who);
   void chain(Object& o, int64_t incarnation, Node n);
-  void onObjectEvent(const nlohmann::json& e, std::string_view ev, const std::string& label, int64_t incarnation);
-  void onRpc(const nlohmann::json& e, std::string_view ev);
-  void onApp(const nlohmann::json& e, std::string_view ev);
+  void onObjectEvent(const EventFields& e, std::string_view ev, const std::string& label, int64_t incarnation);
+  void onRpc(const EventFields& e, std::string_view ev);
+  void onApp(const EventFields& e, std::string_view ev);
   // One read of `offset` of `o` by `reader`; `previous` is the source of the offset read just before
   // in the same page (kNone for the first).
   void readOffset(Object& o, int64_t offset, Node reader, Node& previous);

@@ -20,14 +20,14 @@ namespace fan = fanout_events;
 constexpr int64_t kMaxIndexed = 100'000'000;  // offsets and commit numbers beyond this are malformed, not indexed
 constexpr uint64_t kMaxWitnesses = sim::Tallies::kMaxExamples;  // violations given a witness path, per invariant
 
-std::optional<int64_t> intField(const json& e, const char* name) {
-  const auto f = e.find(name);
-  if (f == e.end() || !f->is_number_integer()) return std::nullopt;
+std::optional<int64_t> intField(const EventFields& e, const char* name) {
+  const json* f = e.find(name);
+  if (!f || !f->is_number_integer()) return std::nullopt;
   return f->get<int64_t>();
 }
-const std::string* textField(const json& e, const char* name) {
-  const auto f = e.find(name);
-  return f != e.end() && f->is_string() ? &f->get_ref<const std::string&>() : nullptr;
+const std::string* textField(const EventFields& e, const char* name) {
+  const json* f = e.find(name);
+  return f && f->is_string() ? &f->get_ref<const std::string&>() : nullptr;
 }
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
@@ -63,7 +63,7 @@ HistoryGraph::Object& HistoryGraph::object(const std::string& label) {
   return o;
 }
 
-HistoryGraph::Node HistoryGraph::add(const json& e, std::string_view ev, std::string_view who) {
+HistoryGraph::Node HistoryGraph::add(const EventFields& e, std::string_view ev, std::string_view who) {
   return graph_.add(next_index_ - 1, intField(e, "t").value_or(0), ev, who);
 }
 
@@ -78,7 +78,7 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
   ++next_index_;
   const std::string_view ev = header.type();
   if (ev.empty()) return;
-  const json& event = header.json();
+  const EventFields& event = header.fields();
   try {
     if (const std::string* label = header.object()) {
       const std::optional<int64_t> incarnation = intField(event, "incarnation");
@@ -94,7 +94,7 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
   }
 }
 
-void HistoryGraph::onObjectEvent(const json& e, std::string_view ev, const std::string& label, int64_t incarnation) {
+void HistoryGraph::onObjectEvent(const EventFields& e, std::string_view ev, const std::string& label, int64_t incarnation) {
   Object& o = object(label);
   const Node n = add(e, ev, label);
   if (ev == "incarnation.start") {
@@ -196,7 +196,7 @@ void HistoryGraph::onObjectEvent(const json& e, std::string_view ev, const std::
   }
 }
 
-void HistoryGraph::onRpc(const json& e, std::string_view ev) {
+void HistoryGraph::onRpc(const EventFields& e, std::string_view ev) {
   const std::optional<int64_t> id = intField(e, "call");
   if (!id) {
     if (options_.everyEvent) add(e, ev, "");
@@ -256,7 +256,7 @@ void HistoryGraph::onRpc(const json& e, std::string_view ev) {
   calls_.erase(found);
 }
 
-void HistoryGraph::onApp(const json& e, std::string_view ev) {
+void HistoryGraph::onApp(const EventFields& e, std::string_view ev) {
   const std::string* partition = textField(e, "partition");
   if (partition && !follows(*partition)) {
     if (options_.everyEvent) add(e, ev, *partition);
@@ -265,7 +265,7 @@ void HistoryGraph::onApp(const json& e, std::string_view ev) {
   // The client whose program order the event continues: a consumer group, a producer, a leaser.
   std::string client;
   for (const char* field : {"group", "producer", "consumer"})
-    if (const auto f = e.find(field); f != e.end() && !f->is_null()) {
+    if (const json* f = e.find(field); f && !f->is_null()) {
       client = field;
       client += ' ';
       client += f->is_string() ? f->get_ref<const std::string&>() : f->dump();
@@ -284,7 +284,7 @@ void HistoryGraph::onApp(const json& e, std::string_view ev) {
   Node previous = HappensBefore::kNone;
   if (ev == log_events::kAppConsume) {
     for (const json& offset : e.at("offsets")) readOffset(o, offset.get<int64_t>(), n, previous);
-  } else if (const auto records = e.find("records"); records != e.end()) {
+  } else if (const json* records = e.find("records")) {
     for (const json& record : *records) readOffset(o, record.at("offset").get<int64_t>(), n, previous);
   }
 }

@@ -14,14 +14,14 @@ namespace {
 using nlohmann::json;
 using namespace fields;
 
-std::optional<int64_t> optNum(const json& e, const char* field) {
-  auto it = e.find(field);
-  if (it == e.end() || it->is_null()) return std::nullopt;
+std::optional<int64_t> optNum(const EventFields& e, const char* field) {
+  const json* it = e.find(field);
+  if (!it || it->is_null()) return std::nullopt;
   return it->get<int64_t>();
 }
-bool flag(const json& e, const char* field) {
-  auto it = e.find(field);
-  return it != e.end() && it->is_boolean() && it->get<bool>();
+bool flag(const EventFields& e, const char* field) {
+  const json* it = e.find(field);
+  return it && it->is_boolean() && it->get<bool>();
 }
 template <class Map, class Key>
 std::optional<int64_t> lookup(const Map& m, const Key& k) {
@@ -82,7 +82,7 @@ LeaseChecks::LeaseChecks(StoreReader reader, std::string className) : ObjectChec
 }
 
 // The object's clock at the event: the World's time plus its incarnation's offset, if any.
-int64_t LeaseChecks::objectNow(const json& e) {
+int64_t LeaseChecks::objectNow(const EventFields& e) {
   const std::optional<int64_t> offset = lookup(object(e).clockOffset, num(e, "incarnation"));
   return num(e, "t") + offset.value_or(0);
 }
@@ -105,7 +105,7 @@ std::string LeaseChecks::invariant_for(std::string_view ev) const {
   return "LSE-09";
 }
 
-void LeaseChecks::observe(std::string_view ev, const json& e) {
+void LeaseChecks::observe(std::string_view ev, const EventFields& e) {
   coldLoss_.observe(ev, e);
   if (ev == log_events::kAppLeaseOutcome) return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
@@ -169,7 +169,7 @@ void LeaseChecks::observe(std::string_view ev, const json& e) {
 
 // LSE-16 [H]: lease probes only come from a log with the leases option (the disabled TypeError is
 // thrown before anything is probed).
-bool LeaseChecks::leaseEnabled(const json& e, ObjectState& obj) {
+bool LeaseChecks::leaseEnabled(const EventFields& e, ObjectState& obj) {
   return tallies_.check("LSE-16", obj.options.has_value(), [&] {
     return label(e) + " emitted " + text(e, "ev") + " without the leases option";
   });
@@ -189,7 +189,7 @@ void LeaseChecks::demandAdvance(ObjectState& obj, const std::string& consumer, c
 // ---------------------------------------------------------------------------------------------
 // Options, commits, confirmations, durability decisions
 
-void LeaseChecks::onOptions(const json& e) {
+void LeaseChecks::onOptions(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   obj.optionsSeen = true;
@@ -212,7 +212,7 @@ void LeaseChecks::onOptions(const json& e) {
   tallies_.check("LSE-16", hasLeaseTables(object), [&] { return object + " has the leases option but no lease tables"; });
 }
 
-void LeaseChecks::onCommit(const json& e) {
+void LeaseChecks::onCommit(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
   const bool numbered = text(e, "ev") == "commit";
@@ -235,7 +235,7 @@ void LeaseChecks::onCommit(const json& e) {
   obj.openSettles.clear();
 }
 
-void LeaseChecks::onConfirm(const json& e) {
+void LeaseChecks::onConfirm(const EventFields& e) {
   ObjectState& obj = object(e);
   obj.state.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { poisonsDurable(obj, txn.notes); });
 }
@@ -245,7 +245,7 @@ void LeaseChecks::poisonsDurable(ObjectState& obj, const CommitNotes& notes) {
 }
 
 // The first `kept` unconfirmed commits survive, the others vanish (runtime.md 4.5).
-void LeaseChecks::onDurability(const json& e) {
+void LeaseChecks::onDurability(const EventFields& e) {
   ObjectState& obj = object(e);
   discardOpen(obj);
   obj.state.decide(
@@ -264,7 +264,7 @@ void LeaseChecks::discardOpen(ObjectState& obj) {
 
 // The records each committed append added, as stored (LSE-10 compares leases against them).
 void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj) {
-  for (const json& a : obj.openAppends) {
+  for (const EventFields& a : obj.openAppends) {
     const int64_t first = num(a, "first"), next = num(a, "next");
     if (next <= first) continue;
     const char* sql = "SELECT \"offset\" AS o, dedup_key, payload FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" >= ? AND \"offset\" < ?";
@@ -278,7 +278,7 @@ void LeaseChecks::learnRecords(const std::string& object, ObjectState& obj) {
 // ---------------------------------------------------------------------------------------------
 // Transaction A: grants and reclaims (log.md 7.1)
 
-void LeaseChecks::onLeaseWrite(const json& e) {
+void LeaseChecks::onLeaseWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   if (flag(e, "reclaimed"))
     onReclaim(e, obj);
@@ -286,7 +286,7 @@ void LeaseChecks::onLeaseWrite(const json& e) {
     onFreshGrant(e, obj);
 }
 
-void LeaseChecks::onFreshGrant(const json& e, ObjectState& obj) {
+void LeaseChecks::onFreshGrant(const EventFields& e, ObjectState& obj) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const LeaseOptions& o = *obj.options;
@@ -338,7 +338,7 @@ void LeaseChecks::onFreshGrant(const json& e, ObjectState& obj) {
   touch(obj, consumer, "LSE-02");
 }
 
-void LeaseChecks::onReclaim(const json& e, ObjectState& obj) {
+void LeaseChecks::onReclaim(const EventFields& e, ObjectState& obj) {
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId"), previous = text(e, "previousBatchId");
   const Mirror& m = obj.state.staged();
@@ -368,7 +368,7 @@ void LeaseChecks::onReclaim(const json& e, ObjectState& obj) {
   touch(obj, consumer, "LSE-03");
 }
 
-void LeaseChecks::onLeaseNone(const json& e) {
+void LeaseChecks::onLeaseNone(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), reason = text(e, "reason");
   const int64_t now = objectNow(e);
@@ -387,7 +387,7 @@ void LeaseChecks::onLeaseNone(const json& e) {
 
 // Nothing left to lease but offsets from `base` on were trimmed: the gap row alone, the allocation at
 // its end, and an advance (docs/decisions.md, "A fully trimmed tail is still covered").
-void LeaseChecks::onTailGapWrite(const json& e) {
+void LeaseChecks::onTailGapWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer");
@@ -421,7 +421,7 @@ void LeaseChecks::onTailGapWrite(const json& e) {
 }
 
 // An allocation written on its own (variant log.lease_two_write_allocation): it never decreases.
-void LeaseChecks::onAllocateWrite(const json& e) {
+void LeaseChecks::onAllocateWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer");
   const int64_t allocation = num(e, "allocation");
@@ -436,7 +436,7 @@ void LeaseChecks::onAllocateWrite(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Truncation, release, poison (log.md 7.1 step 4, 7.2)
 
-void LeaseChecks::onTruncateWrite(const json& e) {
+void LeaseChecks::onTruncateWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const int64_t first = num(e, "first"), last = num(e, "last"), oldest = num(e, "oldest");
@@ -470,7 +470,7 @@ void LeaseChecks::onTruncateWrite(const json& e) {
 }
 
 // LSE-13: a truncation error follows its truncation write, unless the row had been fenced.
-void LeaseChecks::onTruncated(const json& e) {
+void LeaseChecks::onTruncated(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string batchId = text(e, "batchId");
   const auto& rows = obj.state.staged().rows;
@@ -484,7 +484,7 @@ void LeaseChecks::onTruncated(const json& e) {
 
 // LSE-13: LogTruncatedError for an offset that could not be read is raised only when it really
 // could not: no hot row holds it and no segment the cold store still has.
-void LeaseChecks::onUnreadable(const json& e) {
+void LeaseChecks::onUnreadable(const EventFields& e) {
   const int64_t offset = num(e, "requested");
   const std::optional<std::string> where = readableAt(label(e), object(e), offset, num(e, "t"));
   tallies_.check("LSE-13", !where, [&] {
@@ -493,7 +493,7 @@ void LeaseChecks::onUnreadable(const json& e) {
   });
 }
 
-void LeaseChecks::onReleaseWrite(const json& e) {
+void LeaseChecks::onReleaseWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const int64_t missing = num(e, "missing");
@@ -512,7 +512,7 @@ void LeaseChecks::onReleaseWrite(const json& e) {
   touch(obj, consumer, "LSE-10");
 }
 
-void LeaseChecks::onPoisonWrite(const json& e) {
+void LeaseChecks::onPoisonWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const LeaseOptions& o = *obj.options;
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
@@ -534,7 +534,7 @@ void LeaseChecks::onPoisonWrite(const json& e) {
 
 // LSE-08: the callback runs only after its skip is durable, with the attempt it skipped. That is
 // maxAttempts + 1 unless a crash lost an earlier skip of the range after its reclaim had committed.
-void LeaseChecks::onPoisonCallback(const json& e) {
+void LeaseChecks::onPoisonCallback(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string batchId = text(e, "batchId");
   const std::optional<int64_t> skipped = lookup(obj.confirmedPoisons, batchId);
@@ -547,7 +547,7 @@ void LeaseChecks::onPoisonCallback(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Settlement and advance (log.md 7.3, 7.4)
 
-void LeaseChecks::onSettleWrite(const json& e, bool ack) {
+void LeaseChecks::onSettleWrite(const EventFields& e, bool ack) {
   ObjectState& obj = object(e);
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
@@ -578,7 +578,7 @@ void LeaseChecks::onSettleWrite(const json& e, bool ack) {
   touch(obj, consumer, "LSE-04");
 }
 
-void LeaseChecks::onSettleRejected(const json& e, bool ack) {
+void LeaseChecks::onSettleRejected(const EventFields& e, bool ack) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
   const Mirror& m = obj.state.staged();
@@ -594,7 +594,7 @@ void LeaseChecks::onSettleRejected(const json& e, bool ack) {
 }
 
 // LSE-05 [H]: the advance recomputed from the mirror (log.md 7.4).
-void LeaseChecks::onAdvanceWrite(const json& e) {
+void LeaseChecks::onAdvanceWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer");
   const Mirror& m = obj.state.staged();
@@ -622,7 +622,7 @@ void LeaseChecks::onAdvanceWrite(const json& e) {
 
 // Settled rows deleted on their own (variant log.lease_ack_three_units): only rows below the cursor,
 // and exactly the settled ones there.
-void LeaseChecks::onDeleteWrite(const json& e) {
+void LeaseChecks::onDeleteWrite(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string consumer = text(e, "consumer");
   const int64_t below = num(e, "below");
@@ -644,7 +644,7 @@ void LeaseChecks::onDeleteWrite(const json& e) {
 }
 
 // LSE-10: a returned lease is a committed grant and carries exactly the records of its range.
-void LeaseChecks::onLease(const json& e) {
+void LeaseChecks::onLease(const EventFields& e) {
   ObjectState& obj = object(e);
   const std::string object = label(e);
   const std::string consumer = text(e, "consumer"), batchId = text(e, "batchId");
@@ -681,7 +681,7 @@ void LeaseChecks::onLease(const json& e) {
 
 // The workload's view: an ack or nack that returned normally matched its lease; one that threw
 // LogLeaseError was rejected by the log.
-void LeaseChecks::onOutcome(const json& e) {
+void LeaseChecks::onOutcome(const EventFields& e) {
   const std::string partition = text(e, "partition");
   const std::string object = partition.find('/') == std::string::npos ? className_ + "/" + partition : partition;
   auto found = objects_.find(object);

@@ -108,43 +108,43 @@ class LeaseChecks final : public ObjectChecker {
     std::map<int64_t, int64_t> clockOffset;  // incarnation -> clock.incarnation_offset (runtime.md 11.2)
     DurableState<Mirror, Mirror::Edit, CommitNotes> state;
     std::map<std::string, Touch> touched;
-    std::vector<nlohmann::json> openAppends;              // append writes of the open transaction
+    std::vector<EventFields> openAppends;                 // append writes of the open transaction
     std::vector<std::string> openSettles;                 // matched settles ("ack:id")
     std::map<std::string, int64_t> confirmedPoisons;      // batch id -> attempt of its durable skip
     std::set<std::string> settled, rejected, everIds, truncateWritten;
     std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
-  ObjectState& object(const nlohmann::json& e) { return objects_[label(e)]; }
-  int64_t objectNow(const nlohmann::json& e);
+  ObjectState& object(const EventFields& e) { return objects_[label(e)]; }
+  int64_t objectNow(const EventFields& e);
 
-  void onOptions(const nlohmann::json& e);
-  void onCommit(const nlohmann::json& e);
-  void onConfirm(const nlohmann::json& e);
-  void onDurability(const nlohmann::json& e);
+  void onOptions(const EventFields& e);
+  void onCommit(const EventFields& e);
+  void onConfirm(const EventFields& e);
+  void onDurability(const EventFields& e);
   void discardOpen(ObjectState& obj);
   void poisonsDurable(ObjectState& obj, const CommitNotes& notes);
-  void onLeaseWrite(const nlohmann::json& e);
-  void onFreshGrant(const nlohmann::json& e, ObjectState& obj);
-  void onReclaim(const nlohmann::json& e, ObjectState& obj);
-  void onLeaseNone(const nlohmann::json& e);
-  void onTailGapWrite(const nlohmann::json& e);
-  void onAllocateWrite(const nlohmann::json& e);
-  void onDeleteWrite(const nlohmann::json& e);
-  void onTruncateWrite(const nlohmann::json& e);
-  void onTruncated(const nlohmann::json& e);
-  void onUnreadable(const nlohmann::json& e);
-  void onReleaseWrite(const nlohmann::json& e);
-  void onPoisonWrite(const nlohmann::json& e);
-  void onPoisonCallback(const nlohmann::json& e);
-  void onSettleWrite(const nlohmann::json& e, bool ack);
-  void onSettleRejected(const nlohmann::json& e, bool ack);
-  void onAdvanceWrite(const nlohmann::json& e);
-  void onLease(const nlohmann::json& e);
-  void onOutcome(const nlohmann::json& e);
-  bool leaseEnabled(const nlohmann::json& e, ObjectState& obj);
+  void onLeaseWrite(const EventFields& e);
+  void onFreshGrant(const EventFields& e, ObjectState& obj);
+  void onReclaim(const EventFields& e, ObjectState& obj);
+  void onLeaseNone(const EventFields& e);
+  void onTailGapWrite(const EventFields& e);
+  void onAllocateWrite(const EventFields& e);
+  void onDeleteWrite(const EventFields& e);
+  void onTruncateWrite(const EventFields& e);
+  void onTruncated(const EventFields& e);
+  void onUnreadable(const EventFields& e);
+  void onReleaseWrite(const EventFields& e);
+  void onPoisonWrite(const EventFields& e);
+  void onPoisonCallback(const EventFields& e);
+  void onSettleWrite(const EventFields& e, bool ack);
+  void onSettleRejected(const EventFields& e, bool ack);
+  void onAdvanceWrite(const EventFields& e);
+  void onLease(const EventFields& e);
+  void onOutcome(const EventFields& e);
+  bool leaseEnabled(const EventFields& e, ObjectState& obj);
   void touch(ObjectState& obj, const std::string& consumer, const std::string& id);
   void demandAdvance(ObjectState& obj, const std::string& consumer, const std::string& id, bool skip);
 

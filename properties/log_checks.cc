@@ -46,7 +46,7 @@ LogChecks::LogChecks(StoreReader reader, std::string className)
   tallies_.declare("SCH-11");
 }
 
-void LogChecks::observe(std::string_view name, const json& e) {
+void LogChecks::observe(std::string_view name, const EventFields& e) {
   history_.observe(observing());
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
@@ -76,11 +76,11 @@ std::string LogChecks::invariant_for(std::string_view ev) const {
   return "LOG-10";
 }
 
-void LogChecks::onFault(const json& e) {
+void LogChecks::onFault(const EventFields& e) {
   if (text(e, "fault") == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
 }
 
-void LogChecks::dispatch(std::string_view ev, const json& e) {
+void LogChecks::dispatch(std::string_view ev, const EventFields& e) {
   const std::string object = text(e, "object");
   ObjectState& s = objects_[object];
   const int64_t incarnation = num(e, "incarnation");
@@ -132,7 +132,7 @@ void LogChecks::resetOpen(ObjectState& s) {
   s.schedulerTouched = false;
 }
 
-void LogChecks::onOptions(ObjectState& s, const json& e) {
+void LogChecks::onOptions(ObjectState& s, const EventFields& e) {
   Options o;
   o.maxBatchSize = num(e, "maxBatchSize");
   const json& retention = e.at("retention");
@@ -150,7 +150,7 @@ void LogChecks::onOptions(ObjectState& s, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Writes, commits and durability
 
-void LogChecks::View::apply(const json& w) {
+void LogChecks::View::apply(const EventFields& w) {
   View& v = *this;
   const std::string ev = w.at("ev").get<std::string>();
   if (ev == log_events::kAppendWrite) {
@@ -187,7 +187,7 @@ void LogChecks::View::apply(const json& w) {
   }
 }
 
-void LogChecks::onWrite(ObjectState& s, const std::string& object, std::string_view ev, const json& e) {
+void LogChecks::onWrite(ObjectState& s, const std::string& object, std::string_view ev, const EventFields& e) {
   if (ev == log_events::kAppendWrite) {
     checkAppendWrite(object, s.state.staged(), e);
     s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
@@ -215,7 +215,7 @@ void LogChecks::onWrite(ObjectState& s, const std::string& object, std::string_v
 }
 
 // LOG-01 and LOG-02 against the offsets and hot keys the transaction started from.
-void LogChecks::checkAppendWrite(const std::string& object, const View& staged, const json& e) {
+void LogChecks::checkAppendWrite(const std::string& object, const View& staged, const EventFields& e) {
   const std::vector<std::string> keys = strings(e, "keys");
   const std::vector<int64_t> offsets = ints(e, "offsets");
   const int64_t first = num(e, "first"), next = num(e, "next"), fresh = num(e, "new");
@@ -240,7 +240,7 @@ void LogChecks::checkAppendWrite(const std::string& object, const View& staged, 
 }
 
 // LOG-10 and LOG-11 on the trim transaction's writes.
-void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const json& e) {
+void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const EventFields& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const View& v = s.state.staged();
   if (ev == log_events::kTrimIntent) {
@@ -265,13 +265,13 @@ void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, 
   }
 }
 
-void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onCommit(ObjectState& s, const std::string& object, const EventFields& e) {
   const uint64_t commit = e.at("commit").get<uint64_t>();
   const bool logOnly = !s.state.open_edits().empty() && !s.schedulerTouched;
   s.state.commit(commit);
   s.schedulerTouched = false;
-  const std::vector<json>& writes = s.state.unconfirmed().back().edits;
-  for (const json& w : writes)
+  const std::vector<EventFields>& writes = s.state.unconfirmed().back().edits;
+  for (const EventFields& w : writes)
     if (w.at("ev") == log_events::kTrimIntent) s.flushSettled = false;
   // LOG-17: log writes alone never move the physical alarm.
   const json& alarm = e.at("alarm");
@@ -282,12 +282,12 @@ void LogChecks::onCommit(ObjectState& s, const std::string& object, const json& 
   if (hasLogTables(object)) checkState(s, object, writes);
 }
 
-void LogChecks::onConfirm(ObjectState& s, const json& e) {
+void LogChecks::onConfirm(ObjectState& s, const EventFields& e) {
   s.state.confirm(e.at("commit").get<uint64_t>());
 }
 
 // The incarnation ended with unconfirmed commits: a prefix of `kept` of them survives.
-void LogChecks::onDurability(ObjectState& s, const json& e) {
+void LogChecks::onDurability(ObjectState& s, const EventFields& e) {
   const auto kept = static_cast<std::size_t>(num(e, "kept"));
   if (kept < s.state.unconfirmed().size()) s.flushSettled = false;
   s.state.decide(kept);
@@ -367,7 +367,7 @@ std::map<int64_t, LogChecks::Segment> LogChecks::storeSegments(const std::string
   return out;
 }
 
-void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<json>& writes) {
+void LogChecks::checkState(ObjectState& s, const std::string& object, const std::vector<EventFields>& writes) {
   const View& v = s.state.local();
   const Bounds b = storeBounds(object);
   const StoredLog& t = stored(object);
@@ -385,7 +385,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
   // LOG-03: the hot rows are exactly what the committed writes left, with their keys. LOG-02: each
   // new record holds the payload size of its key's last occurrence in the batch.
   std::map<int64_t, int64_t> written;  // new offset -> bytes of its key's last occurrence
-  for (const json& w : writes)
+  for (const EventFields& w : writes)
     if (w.at("ev") == log_events::kAppendWrite) {
       const std::vector<int64_t> offsets = ints(w, "offsets"), bytes = ints(w, "bytes");
       for (std::size_t i = 0; i < offsets.size() && i < bytes.size(); ++i)
@@ -441,7 +441,7 @@ void LogChecks::checkState(ObjectState& s, const std::string& object, const std:
 // ---------------------------------------------------------------------------------------------
 // API events
 
-void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onAppend(ObjectState& s, const std::string& object, const EventFields& e) {
   const std::vector<std::string> keys = strings(e, "keys");
   const std::vector<int64_t> offsets = ints(e, "offsets");
   // A write of these keys in this incarnation that gave these offsets and no reply has claimed yet
@@ -459,7 +459,7 @@ void LogChecks::onAppend(ObjectState& s, const std::string& object, const json& 
   if (found) s.appendWrites.erase(std::next(match).base());
 }
 
-void LogChecks::onRejected(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onRejected(ObjectState& s, const std::string& object, const EventFields& e) {
   const std::string message = text(e, "message");
   tallies_.check("LOG-14", definiteRejection(message), [&] { return object + " rejected an append with an unexpected message: " + message; });
   if (!hasLogTables(object)) return;
@@ -470,7 +470,7 @@ void LogChecks::onRejected(ObjectState& s, const std::string& object, const json
   });
 }
 
-void LogChecks::observeRecords(ObjectState& s, const std::string& object, const json& e, bool withBodies) {
+void LogChecks::observeRecords(ObjectState& s, const std::string& object, const EventFields& e, bool withBodies) {
   const std::vector<int64_t> offsets = ints(e, "offsets");
   const std::vector<std::string> keys = strings(e, "keys");
   const std::vector<std::string> bodies = withBodies ? strings(e, "bodies") : std::vector<std::string>{};
@@ -485,7 +485,7 @@ void LogChecks::observeRecords(ObjectState& s, const std::string& object, const 
 }
 
 // LOG-04, LOG-07, LOG-08 and LOG-09 on a returned page.
-void LogChecks::onRead(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onRead(ObjectState& s, const std::string& object, const EventFields& e) {
   const int64_t from = num(e, "from"), capped = num(e, "capped"), nextOffset = num(e, "nextOffset"), lag = num(e, "lag");
   const int64_t oldest = num(e, "oldest"), hot = num(e, "hot"), next = num(e, "next");
   const std::vector<int64_t> offsets = ints(e, "offsets");
@@ -517,7 +517,7 @@ void LogChecks::onRead(ObjectState& s, const std::string& object, const json& e)
 }
 
 // LOG-08 and LOG-16 on a truncation error, against the store at that instant.
-void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onReadTruncated(ObjectState& s, const std::string& object, const EventFields& e) {
   const int64_t from = num(e, "from"), requested = num(e, "requested"), oldest = num(e, "oldest");
   const Bounds b = storeBounds(object);
   // The read computed its bounds before awaiting the cold store; they can only have risen since.
@@ -541,7 +541,7 @@ bool LogChecks::truncationExcused(const ObjectState& s, const std::string& objec
   return holder && coldLoss_.lossPossible(holder->locator, now);
 }
 
-void LogChecks::onLoad(const std::string& object, const json& e) {
+void LogChecks::onLoad(const std::string& object, const EventFields& e) {
   if (!hasLogTables(object)) return;
   const int64_t next = sequenceRow(object).int64("next_offset");
   TableMirror& cursors = stored(object).cursors;
@@ -555,7 +555,7 @@ void LogChecks::onLoad(const std::string& object, const json& e) {
 }
 
 // LOG-12 and LOG-18 when trim() returns.
-void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const EventFields& e) {
   const int64_t now = num(e, "now");
   const bool concurrent = s.appendedDuringTrim;
   s.trimBegunAt.reset();
@@ -586,7 +586,7 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const json&
 }
 
 // LOG-11 and LOG-09 on what is handed to cold.write.
-void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const EventFields& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const std::vector<int64_t> offsets = ints(e, "offsets");
   const View& local = s.state.local();
@@ -605,7 +605,7 @@ void LogChecks::onColdWrite(ObjectState& s, const std::string& object, const jso
 }
 
 // LOG-10: a failed cold write leaves the records hot and the intent in place.
-void LogChecks::onColdFailed(const std::string& object, const json& e) {
+void LogChecks::onColdFailed(const std::string& object, const EventFields& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const int64_t hot = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_RECORDS " WHERE \"offset\" BETWEEN ? AND ?", {first, last}).one().int64("n");
   const std::optional<SqlRow> intent = reader_(object, "SELECT first_offset, last_offset FROM " DURASIM_LOG_FLUSH).next();
@@ -618,7 +618,7 @@ void LogChecks::onColdFailed(const std::string& object, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Workload events
 
-void LogChecks::onApp(std::string_view ev, const json& e) {
+void LogChecks::onApp(std::string_view ev, const EventFields& e) {
   if (!e.contains("partition")) return;
   const std::string partition = text(e, "partition");
   if (!of_class(partition, className_)) return;
@@ -664,7 +664,7 @@ void LogChecks::onApp(std::string_view ev, const json& e) {
 }
 
 // LOG-16, the read probe: offset `from` read back alone, as produced, or lost only as allowed.
-void LogChecks::onProbe(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onProbe(ObjectState& s, const std::string& object, const EventFields& e) {
   const int64_t from = num(e, "from");
   if (!e.contains("records")) {
     s.probed.insert(from);
@@ -691,7 +691,7 @@ void LogChecks::onProbe(ObjectState& s, const std::string& object, const json& e
 }
 
 // LOG-16: the probe read back every offset the log still keeps of the range it probed.
-void LogChecks::onProbeDone(ObjectState& s, const std::string& object, const json& e) {
+void LogChecks::onProbeDone(ObjectState& s, const std::string& object, const EventFields& e) {
   if (!hasLogTables(object)) return;
   const Bounds b = storeBounds(object);
   std::optional<int64_t> missed;
@@ -701,7 +701,7 @@ void LogChecks::onProbeDone(ObjectState& s, const std::string& object, const jso
 }
 
 // SCH-11 when the application reports that it retired a log: the schema as stored right then.
-void LogChecks::onRetired(const json& e) {
+void LogChecks::onRetired(const EventFields& e) {
   const std::string partition = text(e, "partition");
   if (of_class(partition, className_)) checkSchema(partition);
 }

@@ -103,7 +103,7 @@ class LogChecks final : public ObjectChecker {
     std::optional<std::pair<int64_t, int64_t>> flush;
 
     // Applies one write event (no checks).
-    void apply(const nlohmann::json& write);
+    void apply(const EventFields& write);
   };
   // What a producer appended at an offset: its key and (the last occurrence's) body.
   struct Produced {
@@ -121,7 +121,7 @@ class LogChecks final : public ObjectChecker {
   static constexpr const char* kRecordColumns = "bytes, length(CAST(payload AS BLOB)) AS len, dedup_key";
   enum RecordColumn : std::size_t { kBytes = 1, kLength = 2, kDedupKey = 3 };
   struct ObjectState {
-    DurableState<View, nlohmann::json> state;  // edits: the write events
+    DurableState<View, EventFields> state;     // edits: the write events
     std::map<int64_t, Record> known;           // offset -> what reads and cold writes showed of it
     std::optional<Options> options;
     bool coldAlways = true;                  // every incarnation so far configured cold
@@ -131,7 +131,7 @@ class LogChecks final : public ObjectChecker {
     std::vector<std::pair<std::vector<std::string>, std::vector<int64_t>>> appendWrites;
     std::optional<nlohmann::json> lastAlarm; // the alarm of the last commit, when known
     bool alarmKnown = false;
-    std::map<int64_t, nlohmann::json> coldWrites;  // first -> the first cold.write event for it
+    std::map<int64_t, EventFields> coldWrites;  // first -> the first cold.write event for it
     std::optional<int64_t> trimBegunAt;
     bool appendedDuringTrim = false;
     bool flushSettled = false;               // the last trim completed and nothing was lost since
@@ -154,41 +154,41 @@ class LogChecks final : public ObjectChecker {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
-  void dispatch(std::string_view ev, const nlohmann::json& e);
-  void onApp(std::string_view ev, const nlohmann::json& e);
-  void onFault(const nlohmann::json& e);
-  void onRetired(const nlohmann::json& e);
-  void onProbe(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onProbeDone(ObjectState& s, const std::string& object, const nlohmann::json& e);
+  void dispatch(std::string_view ev, const EventFields& e);
+  void onApp(std::string_view ev, const EventFields& e);
+  void onFault(const EventFields& e);
+  void onRetired(const EventFields& e);
+  void onProbe(ObjectState& s, const std::string& object, const EventFields& e);
+  void onProbeDone(ObjectState& s, const std::string& object, const EventFields& e);
   // LOG-16: whether a LogTruncatedError for `from` at World time `now` is allowed by the store as it
   // is: `from` was trimmed, cold storage was not always configured, or its segment may be lost.
   bool truncationExcused(const ObjectState& s, const std::string& object, int64_t from, int64_t now);
   void checkSchema(const std::string& object);
 
-  void onWrite(ObjectState& s, const std::string& object, std::string_view ev, const nlohmann::json& e);
-  void onCommit(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onConfirm(ObjectState& s, const nlohmann::json& e);
-  void onDurability(ObjectState& s, const nlohmann::json& e);
+  void onWrite(ObjectState& s, const std::string& object, std::string_view ev, const EventFields& e);
+  void onCommit(ObjectState& s, const std::string& object, const EventFields& e);
+  void onConfirm(ObjectState& s, const EventFields& e);
+  void onDurability(ObjectState& s, const EventFields& e);
   void resetOpen(ObjectState& s);
 
-  void checkAppendWrite(const std::string& object, const View& staged, const nlohmann::json& e);
-  void checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const nlohmann::json& e);
-  void onAppend(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onRejected(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onRead(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onReadTruncated(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onLoad(const std::string& object, const nlohmann::json& e);
-  void onTrimEnd(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onColdWrite(ObjectState& s, const std::string& object, const nlohmann::json& e);
-  void onColdFailed(const std::string& object, const nlohmann::json& e);
-  void onOptions(ObjectState& s, const nlohmann::json& e);
+  void checkAppendWrite(const std::string& object, const View& staged, const EventFields& e);
+  void checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const EventFields& e);
+  void onAppend(ObjectState& s, const std::string& object, const EventFields& e);
+  void onRejected(ObjectState& s, const std::string& object, const EventFields& e);
+  void onRead(ObjectState& s, const std::string& object, const EventFields& e);
+  void onReadTruncated(ObjectState& s, const std::string& object, const EventFields& e);
+  void onLoad(const std::string& object, const EventFields& e);
+  void onTrimEnd(ObjectState& s, const std::string& object, const EventFields& e);
+  void onColdWrite(ObjectState& s, const std::string& object, const EventFields& e);
+  void onColdFailed(const std::string& object, const EventFields& e);
+  void onOptions(ObjectState& s, const EventFields& e);
   // LOG-09: key and body shown for offsets agree with what is known of them.
-  void observeRecords(ObjectState& s, const std::string& object, const nlohmann::json& e, bool withBodies);
+  void observeRecords(ObjectState& s, const std::string& object, const EventFields& e, bool withBodies);
 
   // State checks at a commit (and at the end).
-  void checkState(ObjectState& s, const std::string& object, const std::vector<nlohmann::json>& writes);
+  void checkState(ObjectState& s, const std::string& object, const std::vector<EventFields>& writes);
   bool hasLogTables(const std::string& object);
   struct Bounds {
     int64_t oldest = 0, hot = 0, next = 0;

@@ -6,7 +6,7 @@ namespace durasim::properties {
 void ObjectChecker::record(const sim::TraceEvent& header) {
   const std::string_view name = header.type();
   if (name.empty()) return;
-  const nlohmann::json& event = header.json();
+  const EventFields& event = header.fields();
   struct Observing {
     const sim::TraceEvent*& slot;
     ~Observing() { slot = nullptr; }
@@ -22,22 +22,22 @@ bool of_class(std::string_view label, std::string_view className) {
   return label.size() > className.size() && label.substr(0, className.size()) == className && label[className.size()] == '/';
 }
 
-bool config_of_class(const nlohmann::json& config, std::string_view className) {
-  const auto named = config.find("class");
-  return named == config.end() || !named->is_string() || named->get_ref<const std::string&>() == className;
+bool config_of_class(const EventFields& config, std::string_view className) {
+  const nlohmann::json* named = config.find("class");
+  return !named || !named->is_string() || named->get_ref<const std::string&>() == className;
 }
 
-bool ObjectChecker::mine(const nlohmann::json& event) const {
-  if (observing_ && &event == &observing_->json()) {
+bool ObjectChecker::mine(const EventFields& event) const {
+  if (observing_ && &event == &observing_->fields()) {
     const std::string* object = observing_->object();
     return object && of_class(*object, className_);
   }
-  const auto object = event.find("object");
-  return object != event.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);
+  const nlohmann::json* object = event.find("object");
+  return object && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);
 }
 
-const std::string& ObjectChecker::label(const nlohmann::json& event) const {
-  if (observing_ && &event == &observing_->json() && observing_->object()) return *observing_->object();
+const std::string& ObjectChecker::label(const EventFields& event) const {
+  if (observing_ && &event == &observing_->fields() && observing_->object()) return *observing_->object();
   return event.at("object").get_ref<const std::string&>();
 }
 

@@ -20,7 +20,7 @@ bool of_class(std::string_view label, std::string_view className);
 // Whether a "workload.config" event states the application of `className`. A workload composing
 // several applications states one config per class, each naming it in "class"; a config without
 // "class" (a workload of one application) states every class's.
-bool config_of_class(const nlohmann::json& config, std::string_view className);
+bool config_of_class(const EventFields& config, std::string_view className);
 
 class ObjectChecker : public sim::TraceSink {
  public:
@@ -34,11 +34,11 @@ class ObjectChecker : public sim::TraceSink {
   explicit ObjectChecker(std::string className) : className_(std::move(className)) {}
 
   // Whether the event names an object of the class in its "object" field.
-  bool mine(const nlohmann::json& event) const;
+  bool mine(const EventFields& event) const;
   // The event's "object" label; throws nlohmann::json's error when it has none.
-  const std::string& label(const nlohmann::json& event) const;
+  const std::string& label(const EventFields& event) const;
 
-  virtual void observe(std::string_view ev, const nlohmann::json& event) = 0;
+  virtual void observe(std::string_view ev, const EventFields& event) = 0;
   // The event observe() is handling, with the header the World read.
   const sim::TraceEvent& observing() const { return *observing_; }
   // The invariant whose check a malformed `ev` event would have fed.

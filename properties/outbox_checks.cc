@@ -110,7 +110,7 @@ std::string OutboxChecks::invariant_for(std::string_view ev) const {
   return "OBX-03";
 }
 
-OutboxChecks::IncarnationState& OutboxChecks::incarnation(const json& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
+OutboxChecks::IncarnationState& OutboxChecks::incarnation(const EventFields& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
 
 bool OutboxChecks::hasTables(const std::string& object) const {
   return reader_.hasTable(object, DURASIM_OUTBOX) && reader_.hasTable(object, DURASIM_OUTBOX_SEQ);
@@ -136,14 +136,14 @@ std::optional<OutboxChecks::Write::Stored> OutboxChecks::storedRow(const std::st
   return Write::Stored{r->text("generation_id"), r->text("value"), r->int64("version"), r->int64("attempt"), r->int64("next_attempt_at")};
 }
 
-void OutboxChecks::observe(std::string_view ev, const json& e) {
+void OutboxChecks::observe(std::string_view ev, const EventFields& e) {
   history_.observe(observing());
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
     return;
   }
-  const auto object = e.find("object");
-  if (object != e.end() && object->is_string() && of_class(object->get_ref<const std::string&>(), obx::kSinkClass)) return onSink(ev, e);
+  const json* object = e.find("object");
+  if (object && object->is_string() && of_class(object->get_ref<const std::string&>(), obx::kSinkClass)) return onSink(ev, e);
   if (!followed(ev) || !mine(e) || !e.contains("incarnation")) return;
   IncarnationState& inc = incarnation(e);
   ObjectState& obj = objects_[label(e)];
@@ -197,7 +197,7 @@ void OutboxChecks::observe(std::string_view ev, const json& e) {
   }
 }
 
-void OutboxChecks::onConfig(const json& e) {
+void OutboxChecks::onConfig(const EventFields& e) {
   if (e.contains("channels")) channels_ = strings(e, "channels");
   config_.maxBatchSize = e.value("maxBatchSize", config_.maxBatchSize);
   config_.batchDelayMs = e.value("batchDelayMs", config_.batchDelayMs);
@@ -211,7 +211,7 @@ void OutboxChecks::onConfig(const json& e) {
 // ---------------------------------------------------------------------------------------------
 // Commits of an object: its writes count, and the rows it left are judged
 
-void OutboxChecks::onCommit(const json& e, bool unchanged) {
+void OutboxChecks::onCommit(const EventFields& e, bool unchanged) {
   const std::string& object = label(e);
   IncarnationState& inc = incarnation(e);
   ObjectState& obj = objects_[object];
@@ -396,7 +396,7 @@ void OutboxChecks::checkAlarm(const std::string& object, const Reconcile& r, std
 
 // OBX-01: a version above every committed one and every one this transaction staged before; OBX-11:
 // the row first due on the batch window; OBX-04: not a stage an aborted transaction reported.
-void OutboxChecks::onStage(const json& e, IncarnationState& inc) {
+void OutboxChecks::onStage(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   ObjectState& obj = objects_[object];
   Write w;
@@ -432,7 +432,7 @@ void OutboxChecks::onStage(const json& e, IncarnationState& inc) {
 // OBX-04: the stages an aborted application transaction made are gone with it: their writes leave
 // the open transaction, and the store shows neither their rows nor their versions in the counter. A
 // stage it reported that the transaction did not hold was made elsewhere: its later write is caught.
-void OutboxChecks::onAborted(const json& e, IncarnationState& inc) {
+void OutboxChecks::onAborted(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   ObjectState& obj = objects_[object];
   for (const json& s : e.at("staged")) {
@@ -454,7 +454,7 @@ void OutboxChecks::onAborted(const json& e, IncarnationState& inc) {
 
 // OBX-19: migrate(none) removed both outbox tables and the outbox's history rows, and kept the
 // application's table. From then on the account has no outbox.
-void OutboxChecks::onMigratedNone(const json& e, IncarnationState& inc) {
+void OutboxChecks::onMigratedNone(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   objects_[object].retired = true;
   const bool outbox = reader_.hasTable(object, DURASIM_OUTBOX), seq = reader_.hasTable(object, DURASIM_OUTBOX_SEQ);
@@ -475,7 +475,7 @@ void OutboxChecks::onMigratedNone(const json& e, IncarnationState& inc) {
 // OBX-06: a claim takes the committed row of that generation and version, at its next attempt;
 // OBX-08: only a due row, due again at claimAt + attemptTimeoutMs; OBX-12: a row of its own channel;
 // OBX-13: only on an attached channel.
-void OutboxChecks::onClaim(const json& e, IncarnationState& inc) {
+void OutboxChecks::onClaim(const EventFields& e, IncarnationState& inc) {
   inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
@@ -526,7 +526,7 @@ void OutboxChecks::onClaim(const json& e, IncarnationState& inc) {
 // OBX-07: 1..maxBatchSize entries, each key once; OBX-06: exactly the pass's committed claim;
 // OBX-12: within a pass of the channel; OBX-13: of an attached channel; OBX-17: the claim durable
 // before the call, and no outbox write open while it runs.
-void OutboxChecks::onPublish(const json& e, IncarnationState& inc) {
+void OutboxChecks::onPublish(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
   const json& entries = e.at("entries");
@@ -558,7 +558,7 @@ void OutboxChecks::onPublish(const json& e, IncarnationState& inc) {
 }
 
 // OBX-18: a mark is accepted only while its batch is open; the last explicit delay given counts.
-void OutboxChecks::onMark(const json& e, IncarnationState& inc) {
+void OutboxChecks::onMark(const EventFields& e, IncarnationState& inc) {
   if (!e.at("refused").is_null()) return;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel"), key = text(e, "key");
@@ -575,7 +575,7 @@ void OutboxChecks::onMark(const json& e, IncarnationState& inc) {
 // OBX-05: an acknowledgement carries its entry's claimed generation; OBX-10: entries of a failed
 // batch and marked entries are rescheduled by their delay, never acknowledged; OBX-13: no
 // acknowledgement on an unattached channel.
-void OutboxChecks::onSettle(const json& e, IncarnationState& inc) {
+void OutboxChecks::onSettle(const EventFields& e, IncarnationState& inc) {
   inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
@@ -637,7 +637,7 @@ void OutboxChecks::checkRetryDelay(const std::string& object, const json& retrie
 
 // OBX-13: only a channel the incarnation does not attach is postponed: its due rows by exactly
 // 60000 ms from the pass, attempt kept, the others untouched.
-void OutboxChecks::onPostpone(const json& e, IncarnationState& inc) {
+void OutboxChecks::onPostpone(const EventFields& e, IncarnationState& inc) {
   inc.engineWrites = true;
   const std::string& object = label(e);
   const std::string channel = text(e, "channel");
@@ -676,7 +676,7 @@ void OutboxChecks::onPostpone(const json& e, IncarnationState& inc) {
 // ---------------------------------------------------------------------------------------------
 // The sink (OBX-14, OBX-15), judged from the rows it stores at its commits
 
-void OutboxChecks::onSink(std::string_view ev, const json& e) {
+void OutboxChecks::onSink(std::string_view ev, const EventFields& e) {
   if (!e.contains("incarnation")) return;
   SinkState& sink = sinks_[label(e)];
   const int64_t incarnation = num(e, "incarnation");
@@ -698,7 +698,7 @@ void OutboxChecks::onSink(std::string_view ev, const json& e) {
 
 // OBX-14: per (source, channel, key) the stored version never decreases, and what is stored is a
 // durable committed stage of that source; OBX-15: counted where the sink skipped versions.
-void OutboxChecks::onSinkCommit(const json& e, bool unchanged) {
+void OutboxChecks::onSinkCommit(const EventFields& e, bool unchanged) {
   const std::string& label = ObjectChecker::label(e);
   SinkState& sink = sinks_[label];
   const std::set<SinkKey> written = std::move(sink.open[num(e, "incarnation")]);

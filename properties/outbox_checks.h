@@ -143,31 +143,31 @@ class OutboxChecks final : public ObjectChecker {
     std::map<int64_t, std::set<SinkKey>> open;  // incarnation -> keys written by its open transaction
   };
 
-  void observe(std::string_view ev, const nlohmann::json& e) override;
+  void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
 
-  void onConfig(const nlohmann::json& e);
-  void onSink(std::string_view ev, const nlohmann::json& e);
-  void onCommit(const nlohmann::json& e, bool unchanged);
+  void onConfig(const EventFields& e);
+  void onSink(std::string_view ev, const EventFields& e);
+  void onCommit(const EventFields& e, bool unchanged);
   void onDurable(ObjectState& obj, const std::vector<Write>& writes);
   std::vector<Write> validated(const std::string& object, IncarnationState& inc, int64_t at);
   std::map<Key, Write::Stored> readRows(const std::string& object);
   std::optional<Write> checkRows(const std::string& object, const std::vector<Write>& writes);
   void checkAlarm(const std::string& object, const Reconcile& r, std::optional<int64_t> alarm);
-  void onStage(const nlohmann::json& e, IncarnationState& inc);
-  void onAborted(const nlohmann::json& e, IncarnationState& inc);
-  void onMigratedNone(const nlohmann::json& e, IncarnationState& inc);
-  void onClaim(const nlohmann::json& e, IncarnationState& inc);
-  void onPublish(const nlohmann::json& e, IncarnationState& inc);
-  void onMark(const nlohmann::json& e, IncarnationState& inc);
-  void onSettle(const nlohmann::json& e, IncarnationState& inc);
-  void onPostpone(const nlohmann::json& e, IncarnationState& inc);
-  void onSinkCommit(const nlohmann::json& e, bool unchanged);
+  void onStage(const EventFields& e, IncarnationState& inc);
+  void onAborted(const EventFields& e, IncarnationState& inc);
+  void onMigratedNone(const EventFields& e, IncarnationState& inc);
+  void onClaim(const EventFields& e, IncarnationState& inc);
+  void onPublish(const EventFields& e, IncarnationState& inc);
+  void onMark(const EventFields& e, IncarnationState& inc);
+  void onSettle(const EventFields& e, IncarnationState& inc);
+  void onPostpone(const EventFields& e, IncarnationState& inc);
+  void onSinkCommit(const EventFields& e, bool unchanged);
   void checkRetryDelay(const std::string& object, const nlohmann::json& retried, const Batch& batch, int64_t at);
   std::optional<Write::Stored> storedRow(const std::string& object, const Key& row);
   bool attached(const IncarnationState& inc, const std::string& channel) const;
   Options optionsOf(const IncarnationState& inc, const std::string& channel) const;
-  IncarnationState& incarnation(const nlohmann::json& e);
+  IncarnationState& incarnation(const EventFields& e);
   bool hasTables(const std::string& object) const;
 
   StoreReader reader_;

@@ -14,7 +14,7 @@ using namespace fields;
 constexpr std::size_t kMaxShards = 1024;       // routing.md 3.1 step 5
 constexpr int64_t kWindowMs = 60000;           // routing.md 1 and 3.1 step 1
 
-std::string pushName(const json& e) { return "push " + str(num(e, "push")); }
+std::string pushName(const EventFields& e) { return "push " + str(num(e, "push")); }
 
 std::string flag(const json& value) { return value.is_null() ? "none" : value.dump(); }
 
@@ -27,7 +27,7 @@ RoutingChecks::RoutingChecks() {
 
 void RoutingChecks::record(const sim::TraceEvent& event) {
   const std::string_view name = event.type();
-  const json& e = event.json();
+  const EventFields& e = event.fields();
   if (name.starts_with(routing_events::kAppPrefix)) return onApp(name, e);
   if (name.starts_with(routing_events::kAppLoadPrefix)) return onAppLoad(name, e);
   if (!name.starts_with(routing_events::kPrefix)) return;
@@ -59,7 +59,7 @@ const char* RoutingChecks::invariantFor(std::string_view ev) {
   return "RTE-01";
 }
 
-RoutingChecks::Push* RoutingChecks::push(Client& client, const json& e, const char* id) {
+RoutingChecks::Push* RoutingChecks::push(Client& client, const EventFields& e, const char* id) {
   auto it = client.pushes.find(num(e, "push"));
   const bool known = it != client.pushes.end();
   tallies_.check(id, known, [&] { return e.at("ev").get<std::string>() + " of " + pushName(e) + " that never began"; });
@@ -67,7 +67,7 @@ RoutingChecks::Push* RoutingChecks::push(Client& client, const json& e, const ch
 }
 
 // RTE-04 and RTE-06 on the state the push saw.
-void RoutingChecks::onBegin(Client& client, const json& e) {
+void RoutingChecks::onBegin(Client& client, const EventFields& e) {
   const int64_t now = num(e, "now");
   Push p;
   p.custom = e.at("custom").get<bool>();
@@ -102,7 +102,7 @@ void RoutingChecks::onBegin(Client& client, const json& e) {
 }
 
 // RTE-07: the default selection recomputed from the recorded draws.
-void RoutingChecks::onSelect(Client& client, const json& e) {
+void RoutingChecks::onSelect(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-07");
   if (!p) return;
   const std::string shard = e.at("shard").get<std::string>();
@@ -116,7 +116,7 @@ void RoutingChecks::onSelect(Client& client, const json& e) {
   });
 }
 
-void RoutingChecks::onRefused(Client& client, const json& e) {
+void RoutingChecks::onRefused(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-10");
   if (!p) return;
   tallies_.check("RTE-10", p->invokes == 0, [&] { return pushName(e) + " was refused after invoking"; });
@@ -124,7 +124,7 @@ void RoutingChecks::onRefused(Client& client, const json& e) {
 }
 
 // RTE-01 and RTE-10: one invoke, to the selected non-empty shard.
-void RoutingChecks::onInvoke(Client& client, const json& e) {
+void RoutingChecks::onInvoke(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-01");
   if (!p) return;
   const std::string shard = e.at("shard").get<std::string>();
@@ -150,7 +150,7 @@ void RoutingChecks::checkLoadShape(const std::string& where, const json& load) {
   tallies_.check("RTE-08", ok, [&] { return where + " carries an impossible load snapshot " + load.dump(); });
 }
 
-void RoutingChecks::onReply(Client& client, const json& e) {
+void RoutingChecks::onReply(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-09");
   if (!p) return;
   const bool late = e.at("ev") == routing_events::kLateFailure || e.at("late").get<bool>();
@@ -171,7 +171,7 @@ void RoutingChecks::onReply(Client& client, const json& e) {
 }
 
 // RTE-03 and RTE-11: an uncertain outcome records nothing; a timeout comes no earlier than timeoutMs.
-void RoutingChecks::onFailed(Client& client, const json& e) {
+void RoutingChecks::onFailed(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-03");
   if (!p) return;
   const std::string outcome = e.at("outcome").get<std::string>();
@@ -187,7 +187,7 @@ void RoutingChecks::onFailed(Client& client, const json& e) {
 }
 
 // RTE-02, RTE-03, RTE-05 and RTE-04 at each recorded load.
-void RoutingChecks::onObserve(Client& client, const json& e) {
+void RoutingChecks::onObserve(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-05");
   if (!p) return;
   const std::string shard = e.at("shard").get<std::string>();
@@ -218,7 +218,7 @@ void RoutingChecks::onObserve(Client& client, const json& e) {
 }
 
 // RTE-06: the resize equals the model's, the load being the push's reply.
-void RoutingChecks::onResize(Client& client, const json& e) {
+void RoutingChecks::onResize(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-06");
   if (!p) return;
   const model::ShardLoad load = model::shardLoadFromJson(e.at("load"));
@@ -232,7 +232,7 @@ void RoutingChecks::onResize(Client& client, const json& e) {
   client.width = after;
 }
 
-void RoutingChecks::onReturn(Client& client, const json& e) {
+void RoutingChecks::onReturn(Client& client, const EventFields& e) {
   Push* p = push(client, e, "RTE-02");
   if (!p) return;
   const bool success = e.at("success").get<bool>();
@@ -244,7 +244,7 @@ void RoutingChecks::onReturn(Client& client, const json& e) {
 // ---------------------------------------------------------------------------------------------
 // The application's side of each call
 
-void RoutingChecks::onApp(std::string_view name, const json& e) {
+void RoutingChecks::onApp(std::string_view name, const EventFields& e) {
   const char* id = name == routing_events::kAppPushed ? "RTE-02" : "RTE-01";
   try {
     const int64_t callId = num(e, "call"), t = num(e, "t");
@@ -275,7 +275,7 @@ void RoutingChecks::onApp(std::string_view name, const json& e) {
   }
 }
 
-void RoutingChecks::onAppPushed(AppCall& call, const json& e) {
+void RoutingChecks::onAppPushed(AppCall& call, const EventFields& e) {
   const std::string where = "call " + str(num(e, "call"));
   const std::string outcome = e.at("outcome").get<std::string>();
   const int64_t t = num(e, "t");
@@ -308,7 +308,7 @@ void RoutingChecks::onAppPushed(AppCall& call, const json& e) {
 }
 
 // RTE-08: what the application read of its RoutingLoad equals the spec's window over its samples.
-void RoutingChecks::onAppLoad(std::string_view name, const json& e) {
+void RoutingChecks::onAppLoad(std::string_view name, const EventFields& e) {
   try {
     model::LoadWindowModel& window = windows_[{e.at("object").get<std::string>(), num(e, "incarnation")}];
     const int64_t now = num(e, "now");

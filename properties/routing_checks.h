@@ -62,7 +62,7 @@ class RoutingChecks final : public sim::TraceSink {
     int64_t invokes = 0;
     std::optional<int64_t> invokeStartedAt;
     std::optional<std::string> failed;       // "threw" | "timeout"
-    std::optional<nlohmann::json> reply;     // the on-time reply event
+    std::optional<EventFields> reply;        // the on-time reply event
     bool observedReply = false;              // its load was recorded
     bool returned = false;
   };
@@ -72,16 +72,16 @@ class RoutingChecks final : public sim::TraceSink {
     std::map<int64_t, Push> pushes;
   };
 
-  Push* push(Client& client, const nlohmann::json& e, const char* id);
-  void onBegin(Client& client, const nlohmann::json& e);
-  void onSelect(Client& client, const nlohmann::json& e);
-  void onRefused(Client& client, const nlohmann::json& e);
-  void onInvoke(Client& client, const nlohmann::json& e);
-  void onReply(Client& client, const nlohmann::json& e);
-  void onFailed(Client& client, const nlohmann::json& e);
-  void onObserve(Client& client, const nlohmann::json& e);
-  void onResize(Client& client, const nlohmann::json& e);
-  void onReturn(Client& client, const nlohmann::json& e);
+  Push* push(Client& client, const EventFields& e, const char* id);
+  void onBegin(Client& client, const EventFields& e);
+  void onSelect(Client& client, const EventFields& e);
+  void onRefused(Client& client, const EventFields& e);
+  void onInvoke(Client& client, const EventFields& e);
+  void onReply(Client& client, const EventFields& e);
+  void onFailed(Client& client, const EventFields& e);
+  void onObserve(Client& client, const EventFields& e);
+  void onResize(Client& client, const EventFields& e);
+  void onReturn(Client& client, const EventFields& e);
   void checkLoadShape(const std::string& where, const nlohmann::json& load);
 
   // One application-side call (`app.rte.*`), times on the caller's clock (the trace's "t").
@@ -95,9 +95,9 @@ class RoutingChecks final : public sim::TraceSink {
     nlohmann::json success;                 // what it returned: true, false, or null when it threw
     bool pushed = false;                    // the push has given the caller its outcome
   };
-  void onApp(std::string_view name, const nlohmann::json& e);
-  void onAppPushed(AppCall& call, const nlohmann::json& e);
-  void onAppLoad(std::string_view name, const nlohmann::json& e);
+  void onApp(std::string_view name, const EventFields& e);
+  void onAppPushed(AppCall& call, const EventFields& e);
+  void onAppLoad(std::string_view name, const EventFields& e);
 
   sim::Tallies tallies_;
   std::map<std::string, Client> clients_;

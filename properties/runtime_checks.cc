@@ -42,7 +42,7 @@ const char* id_for(std::string_view ev) {
 void RuntimeChecks::record(const sim::TraceEvent& header) {
   const std::string_view ev = header.type();
   if (ev.empty()) return;
-  const nlohmann::json& event = header.json();
+  const EventFields& event = header.fields();
   try {
     const int64_t t = header.t();
     if (ev == "incarnation.start") on_incarnation_start(event, t);
@@ -69,11 +69,11 @@ void RuntimeChecks::record(const sim::TraceEvent& header) {
     if (ev != "incarnation.start" && ev != "incarnation.end") {
       const std::string* label = header.object();
       if (ev == "rpc.deliver") {
-        const auto to = event.find("to");
-        label = to != event.end() && to->is_string() ? &to->get_ref<const std::string&>() : nullptr;
+        const nlohmann::json* to = event.find("to");
+        label = to && to->is_string() ? &to->get_ref<const std::string&>() : nullptr;
       }
-      const auto number = label ? event.find("incarnation") : event.end();
-      if (number != event.end() && number->is_number_integer() && number->get<int64_t>() > 0)
+      const nlohmann::json* number = label ? event.find("incarnation") : nullptr;
+      if (number && number->is_number_integer() && number->get<int64_t>() > 0)
         check_not_after_end(ev, *label, number->get<int64_t>(), t);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -84,7 +84,7 @@ void RuntimeChecks::record(const sim::TraceEvent& header) {
 // ---------------------------------------------------------------------------------------------
 // Incarnations (RT-08, RT-19)
 
-void RuntimeChecks::on_incarnation_start(const nlohmann::json& e, int64_t t) {
+void RuntimeChecks::on_incarnation_start(const EventFields& e, int64_t t) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   ObjectState& o = object(label);
@@ -97,7 +97,7 @@ void RuntimeChecks::on_incarnation_start(const nlohmann::json& e, int64_t t) {
   incarnation(label, number);
 }
 
-void RuntimeChecks::on_incarnation_end(const nlohmann::json& e, int64_t t) {
+void RuntimeChecks::on_incarnation_end(const EventFields& e, int64_t t) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   ObjectState& o = object(label);
@@ -136,7 +136,7 @@ void RuntimeChecks::check_not_after_end(std::string_view ev, const std::string& 
 // ---------------------------------------------------------------------------------------------
 // Commits and confirmations (RT-07, RT-08)
 
-void RuntimeChecks::on_commit(const nlohmann::json& e) {
+void RuntimeChecks::on_commit(const EventFields& e) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   const uint64_t commit = e.at("commit").get<uint64_t>();
@@ -157,7 +157,7 @@ void RuntimeChecks::on_commit(const nlohmann::json& e) {
   o.alarm.commit(commit);
 }
 
-void RuntimeChecks::on_confirm(const nlohmann::json& e) {
+void RuntimeChecks::on_confirm(const EventFields& e) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   const uint64_t commit = e.at("commit").get<uint64_t>();
@@ -179,7 +179,7 @@ void RuntimeChecks::on_confirm(const nlohmann::json& e) {
   o.durable = std::max(o.durable, commit);
 }
 
-void RuntimeChecks::on_durability(const nlohmann::json& e) {
+void RuntimeChecks::on_durability(const EventFields& e) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t kept = e.at("kept").get<int64_t>();
   const int64_t unconfirmed = e.at("unconfirmed").get<int64_t>();
@@ -198,7 +198,7 @@ void RuntimeChecks::on_durability(const nlohmann::json& e) {
 // ---------------------------------------------------------------------------------------------
 // Output gate (RT-10)
 
-void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
+void RuntimeChecks::on_effect(const EventFields& e, bool dropped) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   const uint64_t produced = e.at("produced").get<uint64_t>();
@@ -230,7 +230,7 @@ void RuntimeChecks::on_effect(const nlohmann::json& e, bool dropped) {
 // ---------------------------------------------------------------------------------------------
 // Alarms (RT-03, RT-04, RT-12)
 
-void RuntimeChecks::on_alarm_run(const nlohmann::json& e, int64_t t) {
+void RuntimeChecks::on_alarm_run(const EventFields& e, int64_t t) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   const int64_t scheduled = e.at("scheduled").get<int64_t>();
@@ -266,7 +266,7 @@ void RuntimeChecks::on_alarm_run(const nlohmann::json& e, int64_t t) {
   });
 }
 
-void RuntimeChecks::on_alarm_end(const nlohmann::json& e, int64_t t, bool success) {
+void RuntimeChecks::on_alarm_end(const EventFields& e, int64_t t, bool success) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t scheduled = e.at("scheduled").get<int64_t>();
   ObjectState& o = object(label);
@@ -328,7 +328,7 @@ void RuntimeChecks::on_alarm_end(const nlohmann::json& e, int64_t t, bool succes
 // ---------------------------------------------------------------------------------------------
 // RPC (RT-15, RT-16)
 
-void RuntimeChecks::on_rpc_call(const nlohmann::json& e) {
+void RuntimeChecks::on_rpc_call(const EventFields& e) {
   const uint64_t call = e.at("call").get<uint64_t>();
   CallState& c = calls_[call];
   c.stub = e.at("stub").get<uint64_t>();
@@ -336,7 +336,7 @@ void RuntimeChecks::on_rpc_call(const nlohmann::json& e) {
   c.index = stubs_[c.stub].calls++;
 }
 
-void RuntimeChecks::on_rpc_deliver(const nlohmann::json& e) {
+void RuntimeChecks::on_rpc_deliver(const EventFields& e) {
   const uint64_t call = e.at("call").get<uint64_t>();
   const auto found = calls_.find(call);
   if (found == calls_.end()) {
@@ -366,7 +366,7 @@ void RuntimeChecks::on_rpc_deliver(const nlohmann::json& e) {
   ++c.deliveries;
 }
 
-void RuntimeChecks::on_rpc_reply(const nlohmann::json& e) {
+void RuntimeChecks::on_rpc_reply(const EventFields& e) {
   const uint64_t call = e.at("call").get<uint64_t>();
   const auto found = calls_.find(call);
   // RT-10: the callee's answer left through its output gate, which released one reply more (each
@@ -386,7 +386,7 @@ void RuntimeChecks::on_rpc_reply(const nlohmann::json& e) {
   });
 }
 
-void RuntimeChecks::on_rpc_fail(const nlohmann::json& e) {
+void RuntimeChecks::on_rpc_fail(const EventFields& e) {
   const uint64_t call = e.at("call").get<uint64_t>();
   const std::string how = e.at("how").get<std::string>();
   CallState& c = calls_[call];
@@ -405,7 +405,7 @@ void RuntimeChecks::on_rpc_fail(const nlohmann::json& e) {
 // ---------------------------------------------------------------------------------------------
 // Cold store (RT-22) and faults (RT-09, exemptions)
 
-void RuntimeChecks::on_cold_call(const nlohmann::json& e, int64_t t) {
+void RuntimeChecks::on_cold_call(const EventFields& e, int64_t t) {
   const std::string op = e.at("op").get<std::string>();
   if (op != "put" && op != "delete") return;
   const std::string outcome = e.at("outcome").get<std::string>();
@@ -420,11 +420,11 @@ void RuntimeChecks::on_cold_call(const nlohmann::json& e, int64_t t) {
   cold_last_write_[key] = t;
 }
 
-void RuntimeChecks::on_fault(const nlohmann::json& e) {
+void RuntimeChecks::on_fault(const EventFields& e) {
   const std::string fault = e.at("fault").get<std::string>();
   ++fault_events_[fault];
-  const auto label = e.find("object");
-  if (label == e.end() || !label->is_string() || label->get_ref<const std::string&>().empty()) return;
+  const nlohmann::json* label = e.find("object");
+  if (!label || !label->is_string() || label->get_ref<const std::string&>().empty()) return;
   const std::string& object_label = label->get_ref<const std::string&>();
   if (fault == "alarm.early") object(object_label).early_fires.insert(e.at("details").at("scheduled").get<int64_t>());
   else if (fault == "rpc.duplicate_delivery") ++object(object_label).duplicate_deliveries;
@@ -434,7 +434,7 @@ void RuntimeChecks::on_fault(const nlohmann::json& e) {
 }
 
 // RT-19: the memory reporting the canary was set up by the incarnation now running.
-void RuntimeChecks::on_canary(const nlohmann::json& e) {
+void RuntimeChecks::on_canary(const EventFields& e) {
   const std::string label = e.at("object").get<std::string>();
   const int64_t number = e.at("incarnation").get<int64_t>();
   const int64_t born = e.at(runtime_events::kBorn).get<int64_t>();
@@ -444,7 +444,7 @@ void RuntimeChecks::on_canary(const nlohmann::json& e) {
 }
 
 // RT-25: a sleep never resumes before the time asked for, on the sleeper's own clock.
-void RuntimeChecks::on_slept(const nlohmann::json& e) {
+void RuntimeChecks::on_slept(const EventFields& e) {
   const int64_t asked = e.at(runtime_events::kAsked).get<int64_t>();
   const int64_t ms = e.at(runtime_events::kSleptMs).get<int64_t>();
   const int64_t woke = e.at(runtime_events::kWoke).get<int64_t>();
@@ -457,7 +457,7 @@ void RuntimeChecks::on_slept(const nlohmann::json& e) {
 // ---------------------------------------------------------------------------------------------
 // Liveness at the check phase (RT-14, RT-24)
 
-void RuntimeChecks::on_phase(const nlohmann::json& e, int64_t t) {
+void RuntimeChecks::on_phase(const EventFields& e, int64_t t) {
   if (e.at("phase").get<std::string>() != "check") return;
   check_liveness(t, e.at("idle").get<bool>());
 }

@@ -141,23 +141,23 @@ class RuntimeChecks final : public sim::TraceSink {
   ObjectState& object(const std::string& label) { return objects_[label]; }
   IncarnationState& incarnation(const std::string& label, int64_t number) { return incarnations_[{label, number}]; }
 
-  void on_incarnation_start(const nlohmann::json& e, int64_t t);
-  void on_incarnation_end(const nlohmann::json& e, int64_t t);
-  void on_commit(const nlohmann::json& e);
-  void on_confirm(const nlohmann::json& e);
-  void on_durability(const nlohmann::json& e);
-  void on_effect(const nlohmann::json& e, bool dropped);
-  void on_alarm_run(const nlohmann::json& e, int64_t t);
-  void on_alarm_end(const nlohmann::json& e, int64_t t, bool success);
-  void on_rpc_call(const nlohmann::json& e);
-  void on_rpc_deliver(const nlohmann::json& e);
-  void on_rpc_reply(const nlohmann::json& e);
-  void on_rpc_fail(const nlohmann::json& e);
-  void on_cold_call(const nlohmann::json& e, int64_t t);
-  void on_fault(const nlohmann::json& e);
-  void on_canary(const nlohmann::json& e);
-  void on_slept(const nlohmann::json& e);
-  void on_phase(const nlohmann::json& e, int64_t t);
+  void on_incarnation_start(const EventFields& e, int64_t t);
+  void on_incarnation_end(const EventFields& e, int64_t t);
+  void on_commit(const EventFields& e);
+  void on_confirm(const EventFields& e);
+  void on_durability(const EventFields& e);
+  void on_effect(const EventFields& e, bool dropped);
+  void on_alarm_run(const EventFields& e, int64_t t);
+  void on_alarm_end(const EventFields& e, int64_t t, bool success);
+  void on_rpc_call(const EventFields& e);
+  void on_rpc_deliver(const EventFields& e);
+  void on_rpc_reply(const EventFields& e);
+  void on_rpc_fail(const EventFields& e);
+  void on_cold_call(const EventFields& e, int64_t t);
+  void on_fault(const EventFields& e);
+  void on_canary(const EventFields& e);
+  void on_slept(const EventFields& e);
+  void on_phase(const EventFields& e, int64_t t);
   // RT-14 and RT-24 at the check phase, `idle` when the executor had nothing left to run.
   void check_liveness(int64_t t, bool idle);
   // RT-19 for any event tagged with an object's incarnation.

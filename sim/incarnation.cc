@@ -238,7 +238,7 @@ void Incarnation::await_confirmation(const LocalCommit& commit, std::optional<in
 void Incarnation::emit_commit(const LocalCommit& commit, std::optional<int64_t> alarm, int64_t writer) {
   char changes[17];
   std::snprintf(changes, sizeof changes, "%016llx", static_cast<unsigned long long>(commit.changes_hash));
-  object_.runtime().world().emit("commit", JsonFields()
+  object_.runtime().world().emit("commit", EventFields()
                                                .add("object", object_.label())
                                                .add("incarnation", writer)
                                                .add("commit", commit.number)
@@ -263,7 +263,7 @@ void Incarnation::commit_zombie_writes() {
   emit_commit(*commit, alarm, number_);
   store.confirm(commit->number);
   object_.last_local = object_.last_confirmed = commit->number;
-  object_.runtime().world().emit("confirm", JsonFields().add("object", object_.label()).add("incarnation", number_).add("commit", commit->number));
+  object_.runtime().world().emit("confirm", EventFields().add("object", object_.label()).add("incarnation", number_).add("commit", commit->number));
   object_.manager_after_confirm(alarm);
 }
 
@@ -337,7 +337,7 @@ void Incarnation::confirm_due() {
     object_.last_confirmed = std::max(object_.last_confirmed, number);
     PendingCommit done = std::move(next->second);
     pending_.erase(next);
-    object_.runtime().world().emit("confirm", JsonFields().add("object", object_.label()).add("incarnation", number_).add("commit", number));
+    object_.runtime().world().emit("confirm", EventFields().add("object", object_.label()).add("incarnation", number_).add("commit", number));
     if (pending_.empty()) object_.manager_after_confirm(done.alarm_after);
     if (!done.after_commit.empty()) {
       system_segment([&] {
@@ -396,7 +396,7 @@ void Incarnation::hold(std::string_view kind, std::function<void()> release, std
 
 // RT-10 evidence: each effect says which commit it waited for, and its production order.
 void Incarnation::emit_effect(const char* event, std::string_view kind, uint64_t produced, uint64_t required) {
-  object_.runtime().world().emit(event, JsonFields()
+  object_.runtime().world().emit(event, EventFields()
                                             .add("object", object_.label())
                                             .add("incarnation", number_)
                                             .add("kind", kind)
@@ -728,7 +728,7 @@ std::shared_ptr<AsyncEvent> Incarnation::makeEvent() {
   return std::make_shared<SimAsyncEvent>(object_.runtime().world().executor(), sleeping_);
 }
 
-void Incarnation::probe(std::string_view event, nlohmann::json fields) {
+void Incarnation::probe(std::string_view event, EventFields fields) {
   if (!alive_ && !zombie_) return;  // frames being destroyed at the end observe nothing (RT-19)
   fields["object"] = object_.label();
   fields["incarnation"] = number_;

@@ -207,7 +207,7 @@ class Incarnation final : public SegmentHooks, public ObjectServices, public Clo
   ColdBucket& bucket(std::string_view name) override;
   [[noreturn]] void abort(std::string_view reason) override;
   std::shared_ptr<AsyncEvent> makeEvent() override;
-  void probe(std::string_view event, nlohmann::json fields) override;
+  void probe(std::string_view event, EventFields fields) override;
 
   // Clock, Random, Logger of this incarnation.
   int64_t now() const override;

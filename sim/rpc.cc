@@ -44,7 +44,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     const uint64_t call_id = runtime_.next_call_id();
     runtime_.world().emit(
         "rpc.call",
-        JsonFields().add("call", call_id).add("stub", id_).add("from", caller_label()).add("to", callee_label()).add("method", method));
+        EventFields().add("call", call_id).add("stub", id_).add("from", caller_label()).add("to", callee_label()).add("method", method));
     auto self = shared_from_this();
     // The request is sent once: the output gate releases it, or a broken gate drops it.
     auto send = [self, call_id, method, args = std::move(args), outcome]() mutable { self->send(call_id, method, std::move(args), outcome); };
@@ -112,7 +112,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     Incarnation& incarnation = callee.ensure_live();
     const auto trace_delivery = [&] {
       world.emit("rpc.deliver",
-                 JsonFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
+                 EventFields().add("call", call.id).add("stub", id_).add("to", callee.label()).add("incarnation", incarnation.number()));
     };
     trace_delivery();
     auto reply = std::make_shared<Reply>(world.executor());
@@ -161,13 +161,13 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
       if (breaks) {
         self->fail(call_id, outcome, error, "error");
       } else {
-        world.emit("rpc.reply", JsonFields().add("call", call_id).add("ok", false));
+        world.emit("rpc.reply", EventFields().add("call", call_id).add("ok", false));
         std::erase(self->in_flight_, outcome);
         outcome->set_error(error);
       }
       co_return;
     }
-    world.emit("rpc.reply", JsonFields().add("call", call_id).add("ok", true));
+    world.emit("rpc.reply", EventFields().add("call", call_id).add("ok", true));
     std::erase(self->in_flight_, outcome);
     outcome->set_value(std::move(*value));
   }

@@ -13,14 +13,14 @@ World::World(SimTime start_time, RandomSource random, TraceSink& sink)
 
 World::~World() { unregister_clock(&clock_); }
 
-void World::emit(std::string_view type, nlohmann::json fields) {
+void World::emit(std::string_view type, EventFields fields) {
   const SimTime now = clock_.now();
   fields["ev"] = type;
   fields["t"] = now;
   const uint64_t draws = random_.draws();
   const uint64_t scheduled = executor_.scheduled();
   ++events_emitted_;
-  const TraceEvent event = TraceEvent::written(fields, type, now);
+  const TraceEvent event(fields, type, now);
   sink_.record(event);
   for (TraceSink* observer : observers_) observer->record(event);
   if (random_.draws() != draws || executor_.scheduled() != scheduled)

@@ -41,7 +41,7 @@ class World {
   // The sink and its observers only read: if one of them draws a choice or schedules an event
   // while it handles the event, emit throws std::logic_error (in every build), since a run must be
   // the same with or without its checkers.
-  void emit(std::string_view type, nlohmann::json fields = nlohmann::json::object());
+  void emit(std::string_view type, EventFields fields = {});
   // Adds a checker that sees every event after the sink, for as long as the World lives.
   void observe(TraceSink& observer) { observers_.push_back(&observer); }
 

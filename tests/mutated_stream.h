@@ -40,7 +40,7 @@ class MutatingObserver final : public sim::TraceSink {
       nlohmann::json changed = event.json();
       mutation_.change(changed);
       applied_ = true;
-      for (int i = 0; i < mutation_.copies; ++i) forward(sim::TraceEvent::of(changed));
+      for (int i = 0; i < mutation_.copies; ++i) forward(sim::TraceEvent(changed));
       return;
     }
     forward(event);

@@ -701,10 +701,10 @@ TEST(RoutingTimeout, ReplyOrFailureWithinDeadlinePassesThrough) {
 
 struct Trace {
   std::vector<nlohmann::json> events;
-  std::function<void(std::string_view, nlohmann::json)> probe() {
-    return [this](std::string_view event, nlohmann::json fields) {
+  std::function<void(std::string_view, durasim::EventFields)> probe() {
+    return [this](std::string_view event, durasim::EventFields fields) {
       fields["ev"] = std::string(event);
-      events.push_back(std::move(fields));
+      events.push_back(fields.to_json());
     };
   }
   std::vector<std::string> names() const {

@@ -2,6 +2,7 @@
 #include "traces/recorder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -68,7 +69,25 @@ class EventEncoder {
     }
   }
 
+  // The fields as their JSON object: the same bytes as value(fields.to_json()), keys in the order
+  // the object sorts them (byte order, as std::string compares).
+  void object(const EventFields& fields) {
+    std::array<const EventFields::Field*, kMaxSortedFields> sorted;
+    if (fields.size() > sorted.size()) [[unlikely]] return value(fields.to_json());
+    std::size_t n = 0;
+    for (const EventFields::Field& field : fields) sorted[n++] = &field;
+    std::sort(sorted.begin(), sorted.begin() + n, [](const auto* a, const auto* b) { return a->key < b->key; });
+    tag('{');
+    word(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      text(sorted[i]->key);
+      value(sorted[i]->value);
+    }
+  }
+
  private:
+  static constexpr std::size_t kMaxSortedFields = 32;
+
   // Room for `n` more bytes at the end of what is written.
   char* room(std::size_t n) {
     if (size_ + n > out_.size()) [[unlikely]] grow(n);
@@ -133,19 +152,25 @@ uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
   return sim::xxh3_64(encoder.encoded(), hash);
 }
 
+uint64_t fold_event(uint64_t hash, const EventFields& event) {
+  thread_local std::string buffer;
+  EventEncoder encoder(buffer);
+  encoder.object(event);
+  return sim::xxh3_64(encoder.encoded(), hash);
+}
+
 std::string hash_hex(uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
   return text;
 }
 
-void Recorder::record(const sim::TraceEvent& header) {
-  const nlohmann::json& event = header.json();
-  hash_ = fold_event(hash_, event);
+void Recorder::record(const sim::TraceEvent& event) {
+  hash_ = fold_event(hash_, event.fields());
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
   if (keep_lines_) {
-    lines_.push_back(canonical_line(event));
+    lines_.push_back(canonical_line(event.json()));
     line_hashes_.push_back(hash_);
   }
 }

@@ -30,6 +30,8 @@ std::string canonical_line(const nlohmann::json& event);
 // line writes them), strings with invalid UTF-8 as the line replaces them.
 inline constexpr uint64_t kTraceHashStart = 0;
 uint64_t fold_event(uint64_t hash, const nlohmann::json& event);
+// The same fold of an event's fields: fold_event(hash, fields.to_json()) without building it.
+uint64_t fold_event(uint64_t hash, const EventFields& event);
 // "0123456789abcdef": 16 lower-case hex digits.
 std::string hash_hex(uint64_t hash);
 

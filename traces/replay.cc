@@ -23,12 +23,11 @@ void ReplayComparer::diverge(std::string actual) {
   divergence_ = std::move(d);
 }
 
-void ReplayComparer::record(const sim::TraceEvent& header) {
+void ReplayComparer::record(const sim::TraceEvent& event) {
   if (divergence_) return;
-  const nlohmann::json& event = header.json();
-  const uint64_t hash = fold_event(hash_, event);
+  const uint64_t hash = fold_event(hash_, event.fields());
   if (events_ >= expected_.event_hashes.size() || hash != expected_.event_hashes[events_]) {
-    diverge(canonical_line(event));
+    diverge(canonical_line(event.json()));
     return;
   }
   hash_ = hash;

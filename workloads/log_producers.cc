@@ -40,10 +40,10 @@ std::string routingStream(const char* workload) {
 }
 
 // Forwards a routing client's `rte.*` events to the trace, naming the client.
-std::function<void(std::string_view, nlohmann::json)> tracing(sim::World* world, const char* client) {
-  return [world, client](std::string_view event, nlohmann::json fields) {
+std::function<void(std::string_view, EventFields)> tracing(sim::World* world, const char* client) {
+  return [world, client](std::string_view event, EventFields fields) {
     fields["client"] = client;
-    world->emit(std::string(event), std::move(fields));
+    world->emit(event, std::move(fields));
   };
 }
 
