@@ -348,16 +348,16 @@ Task<ReleaseOutcome> releaseDeadEvent(EventsContext& ctx, std::string topic, std
   requireNames(ctx, "retryDeadEvent", topic, consumer, &eventId);
   const Keys keys = ctx.keys(topic, consumer);
   const std::string deadKey = keys.dead(eventId), ackKey = keys.ack(eventId), attKey = keys.attempts(eventId);
-  const json who = {{"topic", topic}, {"consumer", consumer}, {"id", eventId}};
+  const EventFields who = {{"topic", topic}, {"consumer", consumer}, {"id", eventId}};
   auto finish = [&](ReleaseOutcome outcome, int tries) {
-    json fields = who;
+    EventFields fields = who;
     fields["outcome"] = toString(outcome);
     fields["tries"] = tries;
     ctx.probe(ev::kRelease, std::move(fields));
     return outcome;
   };
   auto written = [&](int attempt, const char* step, const char* outcome, const ReleasePlan* plan, bool withDead, bool withReset) {
-    json fields = who;
+    EventFields fields = who;
     fields["try"] = attempt;
     fields["step"] = step;
     fields["outcome"] = outcome;

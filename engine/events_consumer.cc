@@ -437,7 +437,7 @@ Task<Consumer::Outcome> Consumer::recordFailure(Pass& pass, const LogRecord& rec
   const int64_t delay = delayFor(n, record.id);
   const std::string& id = record.id;
   const Outcome outcome = ctx_.work.atomically([&](WorkTxn& txn) {
-    json probe = {{"topic", topic_}, {"consumer", options_.name}, {"pass", pass.id}, {"id", id}, {"seq", record.seq}, {"n", n},
+    EventFields probe = {{"topic", topic_}, {"consumer", options_.name}, {"pass", pass.id}, {"id", id}, {"seq", record.seq}, {"n", n},
                   {"delayMs", delay}, {"expected", attRaw ? *attRaw : json()}, {"attempts", nullptr}, {"error", error}, {"pending", nullptr}};
     auto done = [&](Outcome o) {
       probe["outcome"] = outcomeName(static_cast<int>(o));
@@ -728,7 +728,7 @@ void Consumer::stop() {
 Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
   Consumer& c = *self;
   const bool doubleChain = c.ctx_.flags.pollLoopDoubleChain;
-  const json who = {{"topic", c.topic_}, {"consumer", c.options_.name}, {"generation", generation}};
+  const EventFields who = {{"topic", c.topic_}, {"consumer", c.options_.name}, {"generation", generation}};
   auto ended = [&] { c.ctx_.probe(ev::kLoopEnd, who); };
   int64_t gap = c.interval_;
   while (true) {
@@ -747,7 +747,7 @@ Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
       gap = c.options_.pollMs;
       continue;
     }
-    json begin = who;
+    EventFields begin = who;
     begin["gap"] = gap;
     c.ctx_.probe(ev::kTickBegin, begin);
     c.ticking_ = true;
@@ -773,7 +773,7 @@ Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
     c.interval_ = (!c.options_.backoff || progressed) ? c.options_.pollMs : std::min(c.interval_ * 2, c.maxPollMs_);
     if (c.interval_ < 1) c.interval_ = 1;
     gap = c.interval_;
-    json end = who;
+    EventFields end = who;
     end["delivered"] = delivered;
     end["failed"] = failed ? json(*failed) : json();
     end["next"] = gap;

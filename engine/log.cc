@@ -330,7 +330,7 @@ Task<LogPage> DurabilityLog::read(int64_t from, std::optional<int64_t> limit) {
   }
   page.nextOffset = page.records.empty() ? std::max(from, b.next) : page.records.back().offset + 1;
   page.lag = std::max<int64_t>(0, b.next - page.nextOffset);
-  nlohmann::json fields = {{"from", from},         {"limit", log_detail::optionalJson(limit)},
+  EventFields fields = {{"from", from},         {"limit", log_detail::optionalJson(limit)},
                            {"capped", capped},     {"nextOffset", page.nextOffset},
                            {"lag", page.lag},      {"oldest", b.oldest},
                            {"hot", b.hot},         {"next", b.next}};
@@ -545,7 +545,7 @@ Task<int64_t> DurabilityLog::flushTrimRange(TrimRange range, int64_t now) {
     segment.records.push_back(LogRecord{row.offset, row.key, deserialize(row.payload), row.appendedAt});
     segmentBytes += row.bytes;
   }
-  nlohmann::json described = {{"first", first}, {"last", last}};
+  EventFields described = {{"first", first}, {"last", last}};
   log_detail::describeRecords(described, segment.records);
   ctx_.probe(log_events::kColdWrite, std::move(described));
   std::string locator;

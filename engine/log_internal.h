@@ -86,7 +86,7 @@ std::vector<LogRecord> hotRecords(Sql& sql, int64_t first, int64_t last) {
 }
 
 // Adds `offsets`, `keys` and `bodies` (stored payload strings) of `records` to a probe's fields.
-inline void describeRecords(nlohmann::json& fields, const std::vector<LogRecord>& records) {
+inline void describeRecords(EventFields& fields, const std::vector<LogRecord>& records) {
   nlohmann::json offsets = nlohmann::json::array(), keys = nlohmann::json::array(), bodies = nlohmann::json::array();
   for (const LogRecord& r : records) {
     offsets.push_back(r.offset);
@@ -146,7 +146,7 @@ namespace durasim {
 struct DurabilityLog::UnwrittenGrant {
   int64_t base = 0;
   std::optional<std::string> gapId;
-  nlohmann::json fields;
+  EventFields fields;
   int64_t now = 0;
 };
 

@@ -112,7 +112,7 @@ std::optional<DurabilityLog::Grant> DurabilityLog::grantLease(StorageTxn& txn, c
                            .one()
                            .int64("n");
   const Bounds b = readBounds(txn);
-  nlohmann::json fields = {{"consumer", consumer}, {"held", held},       {"cursor", optionalJson(cur)},
+  EventFields fields = {{"consumer", consumer}, {"held", held},       {"cursor", optionalJson(cur)},
                            {"allocation", allocRow ? nlohmann::json(allocated) : nlohmann::json()},          {"oldest", b.oldest},
                            {"hot", b.hot},           {"next", b.next},   {"gap", nullptr}};
 
@@ -225,7 +225,7 @@ Task<std::optional<LogLease>> DurabilityLog::lease(std::string consumer, std::op
     co_await skipping;
     co_return std::nullopt;
   }
-  nlohmann::json fields = {{"consumer", consumer},         {"batchId", lease.batchId},     {"first", lease.firstOffset},
+  EventFields fields = {{"consumer", consumer},         {"batchId", lease.batchId},     {"first", lease.firstOffset},
                            {"last", lease.lastOffset},     {"attempt", lease.attempt},     {"expiresAt", lease.expiresAt},
                            {"reclaimed", grant->reclaimed}};
   log_detail::describeRecords(fields, lease.records);
@@ -340,7 +340,7 @@ Task<std::vector<LogRecord>> DurabilityLog::loadLeaseRecords(LogLease lease) {
 void DurabilityLog::dropTrimmedPrefix(StorageTxn& txn, const LogLease& lease, int64_t oldest, int64_t now) {
   if (!txn.exec("SELECT 1 AS hit FROM " DURASIM_LOG_LEASES " WHERE batch_id = ? AND state = 'active'", lease.batchId).next())
     return;
-  nlohmann::json fields = {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
+  EventFields fields = {{"consumer", lease.consumer}, {"batchId", lease.batchId}, {"first", lease.firstOffset},
                            {"last", lease.lastOffset},   {"oldest", oldest},         {"skippedBatchId", nullptr}};
   if (lease.lastOffset < oldest) {
     txn.exec("UPDATE " DURASIM_LOG_LEASES " SET state = 'skipped' WHERE batch_id = ?", lease.batchId);

@@ -95,6 +95,10 @@ class EventFields {
   EventFields&& add(std::string_view key, Value&& value) && {
     return std::move(add(key, std::forward<Value>(value)));
   }
+  // Sets each of `fields`, as add() does.
+  void update(std::initializer_list<Field> fields) {
+    for (const Field& field : fields) (*this)[field.key] = field.value;
+  }
   // Room for `n` more fields without reallocating.
   void reserve_more(std::size_t n) { fields_.reserve(fields_.size() + n); }
 

@@ -78,7 +78,7 @@ class SimColdBucket final : public ColdBucket {
       runtime->world().executor().after(latency, [runtime, outcome, op, verb, key, write, label, bucket, refused] {
         World& w = runtime->world();
         const auto report = [&](const std::string& how, bool applied = false) {
-          nlohmann::json fields{{"from", label}, {"bucket", bucket}, {"op", verb}, {"key", key}, {"outcome", how}};
+          EventFields fields{{"from", label}, {"bucket", bucket}, {"op", verb}, {"key", key}, {"outcome", how}};
           if (write) fields["applied"] = applied;  // RT-22: whether the write changed the store
           w.emit("cold.call", std::move(fields));
         };

@@ -150,7 +150,7 @@ Task<nlohmann::json> Bus::emit(nlohmann::json args) {
   events::EmitOptions options;
   if (args.contains("id")) options.id = args.at("id").get<std::string>();
   if (args.contains("maxDepth")) options.maxDepth = args.at("maxDepth").get<int64_t>();
-  nlohmann::json reported = {{"topic", topic}, {"payload", payload.dump()}};
+  EventFields reported = {{"topic", topic}, {"payload", payload.dump()}};
   try {
     Task<std::string> emitting = events::emit(bus_, topic, payload, options);
     const std::string id = co_await emitting;

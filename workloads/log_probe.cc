@@ -32,7 +32,7 @@ Task<void> probePartition(LogRun& run, std::string name) {
     const nlohmann::json args = {{"from", o}, {"limit", 1}};
     Task<Settled> reading = run.client->callUntilDefinite(name, "read", args, kProbeBackoff);
     const Settled page = co_await reading;
-    nlohmann::json event = {{"partition", object}, {"from", o}};
+    EventFields event = {{"partition", object}, {"from", o}};
     if (page.reply.failedWith("LogTruncatedError")) {
       event["requested"] = page.reply.value.at("requestedOffset");
       event["oldest"] = page.reply.value.at("oldestOffset");
