@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,35 @@ namespace durasim::traces {
 namespace {
 
 using json = nlohmann::json;
+
+// An event's fields in the order of their JSON object's keys (byte order, as std::string compares),
+// for up to kMaxFields fields; an event with more is taken through its JSON object.
+class SortedFields {
+ public:
+  static constexpr std::size_t kMaxFields = 32;
+
+  explicit SortedFields(const EventFields& fields) : size_(fields.size()) {
+    if (size_ > kMaxFields) return;
+    std::size_t n = 0;
+    for (const EventFields::Field& field : fields) fields_[n++] = &field;
+    std::sort(fields_.begin(), fields_.begin() + n, [](const EventFields::Field* a, const EventFields::Field* b) { return less(a->key, b->key); });
+  }
+  bool fits() const { return size_ <= kMaxFields; }
+  std::size_t size() const { return size_; }
+  const EventFields::Field& operator[](std::size_t i) const { return *fields_[i]; }
+
+ private:
+  // std::string's order, compared in place: keys are short and mostly differ in their first bytes.
+  static bool less(const std::string& a, const std::string& b) {
+    const std::size_t n = std::min(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+    return a.size() < b.size();
+  }
+
+  std::size_t size_;
+  std::array<const EventFields::Field*, kMaxFields> fields_;
+};
 
 // The binary encoding of one event that the trace hash folds: a tag byte per value, fixed-width
 // little-endian integers, lengths before strings, arrays and objects (whose keys come sorted).
@@ -69,25 +99,19 @@ class EventEncoder {
     }
   }
 
-  // The fields as their JSON object: the same bytes as value(fields.to_json()), keys in the order
-  // the object sorts them (byte order, as std::string compares).
+  // The fields as their JSON object: the same bytes as value(fields.to_json()).
   void object(const EventFields& fields) {
-    std::array<const EventFields::Field*, kMaxSortedFields> sorted;
-    if (fields.size() > sorted.size()) [[unlikely]] return value(fields.to_json());
-    std::size_t n = 0;
-    for (const EventFields::Field& field : fields) sorted[n++] = &field;
-    std::sort(sorted.begin(), sorted.begin() + n, [](const auto* a, const auto* b) { return a->key < b->key; });
+    const SortedFields sorted(fields);
+    if (!sorted.fits()) [[unlikely]] return value(fields.to_json());
     tag('{');
-    word(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      text(sorted[i]->key);
-      value(sorted[i]->value);
+    word(sorted.size());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      text(sorted[i].key);
+      value(sorted[i].value);
     }
   }
 
  private:
-  static constexpr std::size_t kMaxSortedFields = 32;
-
   // Room for `n` more bytes at the end of what is written.
   char* room(std::size_t n) {
     if (size_ + n > out_.size()) [[unlikely]] grow(n);
@@ -145,6 +169,28 @@ std::string canonical_line(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string canonical_fields_line(const EventFields& event) {
+  const SortedFields sorted(event);
+  if (!sorted.fits()) [[unlikely]] return canonical_line(event.to_json());
+  std::string line = "{";
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0) line += ',';
+    const std::string& key = sorted[i].key;
+    const bool plain = std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; });
+    if (plain) {
+      line += '"';
+      line += key;
+      line += '"';
+    } else {
+      line += canonical_line(json(key));
+    }
+    line += ':';
+    line += canonical_line(sorted[i].value);
+  }
+  line += '}';
+  return line;
+}
+
 uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
   thread_local std::string buffer;  // reused: the event path allocates nothing here once warm
   EventEncoder encoder(buffer);
@@ -170,7 +216,7 @@ void Recorder::record(const sim::TraceEvent& event) {
   ++events_;
   if (events_ % kCheckpointInterval == 0) checkpoints_.push_back({events_, hash_});
   if (keep_lines_) {
-    lines_.push_back(canonical_line(event.json()));
+    lines_.push_back(canonical_fields_line(event.fields()));
     line_hashes_.push_back(hash_);
   }
 }

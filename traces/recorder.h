@@ -23,8 +23,9 @@ struct Checkpoint {
   uint64_t hash = 0;    // running hash after them
 };
 
-// The canonical text of one event.
+// The canonical text of one event; of its fields, the text of their JSON object.
 std::string canonical_line(const nlohmann::json& event);
+std::string canonical_fields_line(const EventFields& event);
 // The trace hash before any event, and after one more event. Two events with the same canonical
 // line fold alike: integers by value whatever their JSON type, non-finite numbers as null (as the
 // line writes them), strings with invalid UTF-8 as the line replaces them.

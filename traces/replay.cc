@@ -27,7 +27,7 @@ void ReplayComparer::record(const sim::TraceEvent& event) {
   if (divergence_) return;
   const uint64_t hash = fold_event(hash_, event.fields());
   if (events_ >= expected_.event_hashes.size() || hash != expected_.event_hashes[events_]) {
-    diverge(canonical_line(event.json()));
+    diverge(canonical_fields_line(event.fields()));
     return;
   }
   hash_ = hash;
