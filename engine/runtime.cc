@@ -6,7 +6,7 @@ namespace durasim {
 EventFields::EventFields(std::initializer_list<Field> fields) {
   fields_.reserve(fields.size() + 4);  // room for the header the host adds (object, incarnation, ev, t)
   for (const Field& field : fields)
-    if (!find(field.key)) fields_.push_back(field);
+    if (!find(field.key)) fields_.emplace_back(field.key, std::move(field.value));
 }
 
 EventFields::EventFields(const nlohmann::json& object) { take(nlohmann::json(object)); }

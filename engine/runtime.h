@@ -73,7 +73,9 @@ class EventFields {
   struct Field {
     Field(std::string_view k, nlohmann::json v) : key(k), value(std::move(v)) {}
     std::string key;
-    nlohmann::json value;
+    // Mutable so that the constructor can move it out of its initializer list, whose elements are
+    // const temporaries that die with the call (nlohmann::json's json_ref does the same).
+    mutable nlohmann::json value;
   };
   using const_iterator = std::vector<Field>::const_iterator;
 
@@ -97,7 +99,7 @@ class EventFields {
   }
   // Sets each of `fields`, as add() does.
   void update(std::initializer_list<Field> fields) {
-    for (const Field& field : fields) (*this)[field.key] = field.value;
+    for (const Field& field : fields) (*this)[field.key] = std::move(field.value);
   }
   // Room for `n` more fields without reallocating.
   void reserve_more(std::size_t n) { fields_.reserve(fields_.size() + n); }
