@@ -1,6 +1,8 @@
 // Out-of-line pieces of the port's value types (EventFields, SqlRow, SqlCursor); see runtime.h.
 #include "engine/runtime.h"
 
+#include <algorithm>
+
 namespace durasim {
 
 EventFields::EventFields(std::initializer_list<Field> fields) {
@@ -22,20 +24,33 @@ void EventFields::take(nlohmann::json&& object) {
   for (auto& [key, value] : members) fields_.emplace_back(key, std::move(value));
 }
 
+namespace {
+// Keys are short and mostly differ in length or in their first bytes: compared in place.
+bool same_key(const std::string& a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
 nlohmann::json* EventFields::find_mutable(std::string_view key) {
   for (Field& field : fields_)
-    if (field.key == key) return &field.value;
+    if (same_key(field.key, key)) return &field.value;
   return nullptr;
 }
 
 const nlohmann::json* EventFields::find(std::string_view key) const {
   for (const Field& field : fields_)
-    if (field.key == key) return &field.value;
+    if (same_key(field.key, key)) return &field.value;
   return nullptr;
 }
 
 nlohmann::json& EventFields::operator[](std::string_view key) {
   if (nlohmann::json* found = find_mutable(key)) return *found;
+  // Fields built one by one grow by more than the vector's doubling from one: an event has a few
+  // fields of its own and the four of its header.
+  if (fields_.size() == fields_.capacity()) fields_.reserve(std::max<std::size_t>(8, 2 * fields_.size()));
   return fields_.emplace_back(key, nullptr).value;
 }
 
