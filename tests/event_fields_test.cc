@@ -67,7 +67,7 @@ void showValue(const Value& value, std::ostream& os) { os << traces::canonical_l
 
 // Keys from a small alphabet, so that repeats and shared prefixes are common; values of every type
 // the encoding tells apart, including a string that is not valid UTF-8.
-rc::Gen<std::string> keys() { return rc::gen::container<std::string>(rc::gen::elementOf(std::string("ab_Z.\"\\\xc3"))); }
+rc::Gen<std::string> keys() { return rc::gen::container<std::string>(rc::gen::elementOf(std::string("ab_Z. \"\\\x01\x7f\xc3"))); }
 rc::Gen<json> scalars() {
   return rc::gen::oneOf(rc::gen::just(json()), rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) { return json(b); }),
                         rc::gen::map(rc::gen::arbitrary<int64_t>(), [](int64_t i) { return json(i); }),

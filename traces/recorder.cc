@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -169,6 +169,47 @@ std::string canonical_line(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// Whether the canonical text of string `s` is `s` in quotes: printable ASCII, nothing to escape.
+bool verbatim(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; });
+}
+
+// Appends the canonical text of `v`: nulls, booleans, integers and verbatim strings written here,
+// anything else by nlohmann::json's own serialiser (whose setup costs more than such a value).
+void append_canonical(std::string& line, const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      line += "null";
+      return;
+    case json::value_t::boolean:
+      line += v.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char digits[24];
+      const auto end = v.is_number_unsigned() ? std::to_chars(digits, digits + sizeof digits, v.get<uint64_t>()).ptr
+                                              : std::to_chars(digits, digits + sizeof digits, v.get<int64_t>()).ptr;
+      line.append(digits, end);
+      return;
+    }
+    case json::value_t::string:
+      if (const std::string& s = v.get_ref<const std::string&>(); verbatim(s)) {
+        line += '"';
+        line += s;
+        line += '"';
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  line += canonical_line(v);
+}
+
+}  // namespace
+
 std::string canonical_fields_line(const EventFields& event) {
   const SortedFields sorted(event);
   if (!sorted.fits()) [[unlikely]] return canonical_line(event.to_json());
@@ -176,8 +217,7 @@ std::string canonical_fields_line(const EventFields& event) {
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     if (i > 0) line += ',';
     const std::string& key = sorted[i].key;
-    const bool plain = std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; });
-    if (plain) {
+    if (verbatim(key)) {
       line += '"';
       line += key;
       line += '"';
@@ -185,7 +225,7 @@ std::string canonical_fields_line(const EventFields& event) {
       line += canonical_line(json(key));
     }
     line += ':';
-    line += canonical_line(sorted[i].value);
+    append_canonical(line, sorted[i].value);
   }
   line += '}';
   return line;
