@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -108,6 +109,27 @@ bool second_argument_is_table(int action) {
       return true;
     default:
       return false;
+  }
+}
+
+// Whether a statement with this authorizer action may change the connection's schema: any action
+// but reading and writing rows, calling functions and opening or releasing a transaction or
+// savepoint (a rollback undoes schema changes; a PRAGMA may change the schema version).
+bool may_change_schema(int action, const char* arg1) {
+  switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+    case SQLITE_FUNCTION:
+    case SQLITE_RECURSIVE:
+      return false;
+    case SQLITE_TRANSACTION:
+    case SQLITE_SAVEPOINT:
+      return arg1 == nullptr || sqlite3_stricmp(arg1, "ROLLBACK") == 0;
+    default:
+      return true;
   }
 }
 
@@ -404,11 +426,30 @@ std::optional<int64_t> SqliteStore::internal_int(std::string_view sql) {
   return std::get<int64_t>((*row)[0]);
 }
 
+namespace {
+
+// Counts a statement that threw as one that may have changed the schema: SQLite may roll back the
+// whole transaction on an error, undoing its schema changes with the rest.
+class CountIfThrown {
+ public:
+  explicit CountIfThrown(uint64_t& count) : count_(count) {}
+  ~CountIfThrown() {
+    if (std::uncaught_exceptions() > exceptions_) ++count_;
+  }
+
+ private:
+  uint64_t& count_;
+  const int exceptions_ = std::uncaught_exceptions();
+};
+
+}  // namespace
+
 SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& params, Access access) {
-  ++live_statements_run_;
+  const CountIfThrown failed(live_statements_run_);
   const bool user = access == Access::user;
   FlagScope scope(user_statement_, user);
   statement_needs_transaction_ = false;
+  statement_may_change_schema_ = false;
   sqlite3* db = live_.get();
 
   StatementCache::Entry* entry = live_statements_.find(sql, user);
@@ -422,8 +463,9 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
     Statement stmt(raw);
     if (user) reject_more_statements(std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)));
     if (!stmt) return SqlCursor();
-    entry = &live_statements_.keep(sql, user, {std::move(stmt), statement_needs_transaction_, nullptr}, single_use);
+    entry = &live_statements_.keep(sql, user, {std::move(stmt), statement_needs_transaction_, statement_may_change_schema_, nullptr}, single_use);
   }
+  if (entry->may_change_schema) ++live_statements_run_;
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);
   if (params.size() != static_cast<std::size_t>(sqlite3_bind_parameter_count(raw)))
@@ -527,7 +569,7 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
     if (!stmt) return SqlCursor();
     if (std::string_view(tail, static_cast<std::size_t>(sql.data() + length - tail)).find_first_not_of(" \t\r\n;") != std::string_view::npos)
       throw SqlError("the store view runs one statement at a time: SQLITE_ERROR");
-    entry = &statements.keep(sql, true, {std::move(stmt), statement_needs_transaction_, nullptr}, single_use);
+    entry = &statements.keep(sql, true, {std::move(stmt), statement_needs_transaction_, statement_may_change_schema_, nullptr}, single_use);
   }
   sqlite3_stmt* raw = entry->statement.get();
   const StatementReset reset(raw);
@@ -576,6 +618,7 @@ void SqliteStore::fail(int rc) {
 
 int SqliteStore::authorize(void* self, int action, const char* arg1, const char* arg2, const char* db, const char*) {
   auto* store = static_cast<SqliteStore*>(self);
+  if (may_change_schema(action, arg1)) store->statement_may_change_schema_ = true;
   if (store->user_statement_ && touches_connection_state(action, arg1, arg2, db)) store->live_has_connection_state_ = true;
   return store->user_statement_ ? store->authorize_user(action, arg1, arg2) : SQLITE_OK;
 }
@@ -625,6 +668,7 @@ void SqliteStore::rollback_everything() {
 // A conflict clause (OR ROLLBACK, RAISE(ROLLBACK)) rolled the whole implicit transaction back: it
 // continues empty, with the savepoints the caller still holds.
 void SqliteStore::restart_lost_transaction() {
+  ++live_statements_run_;  // SQLite rolled the transaction back, its schema changes with it
   live_changes_.renote_since(transaction_mark_);
   in_transaction_ = false;
   live_image_.forget_changes();

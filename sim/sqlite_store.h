@@ -165,8 +165,9 @@ class SqliteStore {
   Connection live_;
   StatementCache live_statements_;  // after live_: finalized before it closes
   RowChangeJournal live_changes_;   // of the live connection; restarts with it
-  // Statements run on the live connection (rollbacks and reopenings included), and the live schema
-  // version as read after the last of them.
+  // Statements run on the live connection that may have changed its schema (the authorizer saw a
+  // schema action or a rollback while preparing them; any that failed; reopenings and rollbacks of
+  // the store's own), and the live schema version as read after the last of them.
   uint64_t live_statements_run_ = 0, schema_version_read_after_ = ~uint64_t{0};
   int64_t schema_version_ = 0;
   bool in_transaction_ = false;
@@ -180,6 +181,7 @@ class SqliteStore {
   int64_t max_bytes_ = kStorageMaxBytes;
   bool user_statement_ = false;         // the authorizer applies
   bool statement_needs_transaction_ = false;  // the authorizer saw PRAGMA defer_foreign_keys = ...
+  bool statement_may_change_schema_ = false;  // the authorizer saw an action that may (may_change_schema)
   // A statement prepared on the live connection may have left state a fresh connection would not
   // have: temp objects, last_insert_rowid(), changes(), total_changes(), data_version.
   bool live_has_connection_state_ = false;

@@ -26,6 +26,7 @@ class StatementCache {
   struct Entry {
     Statement statement;
     bool needs_transaction = false;  // the authorizer asked for the implicit transaction
+    bool may_change_schema = false;  // the authorizer saw a schema action or a rollback
     std::shared_ptr<const std::vector<std::string>> columns;  // the names the last run saw
   };
 
