@@ -32,11 +32,10 @@ namespace durasim {
 // ---------------------------------------------------------------------------------------------
 // Fields of probes and trace events
 
-// Builds a JSON object field by field, for the probes and trace events every run emits by the tens
-// of thousands. nlohmann::json's initializer-list syntax ({{"key", value}, ...}) first builds a
+// Builds a JSON object field by field: a value nested in an event's fields (routing's load
+// snapshots). nlohmann::json's initializer-list syntax ({{"key", value}, ...}) first builds a
 // two-element array per field and then moves it into the object: about twice the time of inserting
-// the fields directly, which is what this does. The object is the same either way, so a trace and
-// its hash do not depend on which one built an event.
+// the fields directly, which is what this does. The object is the same either way.
 class JsonFields {
  public:
   JsonFields() : json_(nlohmann::json::value_t::object) {}
