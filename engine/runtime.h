@@ -96,12 +96,10 @@ class EventFields {
   EventFields&& add(std::string_view key, Value&& value) && {
     return std::move(add(key, std::forward<Value>(value)));
   }
-  // Sets each of `fields`, as add() does.
+  // Sets each of `fields`, as add() does (of a key repeated in `fields`, the last value stays).
   void update(std::initializer_list<Field> fields) {
     for (const Field& field : fields) (*this)[field.key] = std::move(field.value);
   }
-  // Room for `n` more fields without reallocating.
-  void reserve_more(std::size_t n) { fields_.reserve(fields_.size() + n); }
 
   // Reading, with the names and failures of nlohmann::json's object interface: at() throws its
   // out_of_range error (id 403) for a missing key; value() gives `fallback` for a missing key and
