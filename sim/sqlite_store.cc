@@ -561,6 +561,7 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
   StatementCache::Entry single_use;  // when the cache is full
   if (!entry) {
     FlagScope needs(statement_needs_transaction_, false);  // set by the authorizer while preparing
+    FlagScope changes(statement_may_change_schema_, false);
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
     const int length = static_cast<int>(std::min<std::size_t>(sql.size(), INT_MAX));

@@ -231,18 +231,23 @@ std::string canonical_fields_line(const EventFields& event) {
   return line;
 }
 
-uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
+namespace {
+// Folds what `encode` writes into `hash`.
+template <class Encode>
+uint64_t fold(uint64_t hash, const Encode& encode) {
   thread_local std::string buffer;  // reused: the event path allocates nothing here once warm
   EventEncoder encoder(buffer);
-  encoder.value(event);
+  encode(encoder);
   return sim::xxh3_64(encoder.encoded(), hash);
+}
+}  // namespace
+
+uint64_t fold_event(uint64_t hash, const nlohmann::json& event) {
+  return fold(hash, [&](EventEncoder& encoder) { encoder.value(event); });
 }
 
 uint64_t fold_event(uint64_t hash, const EventFields& event) {
-  thread_local std::string buffer;
-  EventEncoder encoder(buffer);
-  encoder.object(event);
-  return sim::xxh3_64(encoder.encoded(), hash);
+  return fold(hash, [&](EventEncoder& encoder) { encoder.object(event); });
 }
 
 std::string hash_hex(uint64_t hash) {
