@@ -1,7 +1,12 @@
-// XXH3-64 for bulk bytes (sim/hash.h), from Debian's libxxhash.
+// XXH3-64 for bulk bytes (sim/hash.h), from Debian's libxxhash. Its x86 dispatcher picks the widest
+// vector unit the processor has (AVX2 over the SSE2 baseline the library is built for); every
+// variant computes the same value, bit for bit.
 #include "sim/hash.h"
 
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xxh_x86dispatch.h>
+#endif
 
 namespace durasim::sim {
 
