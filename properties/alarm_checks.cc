@@ -282,10 +282,19 @@ void AlarmChecks::checkRows(const std::string& object) {
 // holds (named alarms, fanout deliveries).
 std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
   std::optional<int64_t> next;
-  for (const ParticipantTable& participant : kParticipantTables) {
-    if (!reader_.hasTable(object, participant.table)) continue;
-    const std::optional<int64_t> earliest = reader_(object, participant.earliestPending).one().optInt64("next");
-    if (earliest && (!next || *earliest < *next)) next = earliest;
+  for (std::size_t i = 0; i < std::size(kParticipantTables); ++i) {
+    const ParticipantTable& participant = kParticipantTables[i];
+    EarliestPending& known = earliest_[{object, i}];
+    if (!reader_.hasTable(object, participant.table)) {
+      known.read = false;
+      continue;
+    }
+    const std::optional<std::vector<int64_t>> changed = reader_.changedRows(object, participant.table, known.cursor);
+    if (!known.read || !changed || !changed->empty()) {
+      known.next = reader_(object, participant.earliestPending).one().optInt64("next");
+      known.read = true;
+    }
+    if (known.next && (!next || *known.next < *next)) next = known.next;
   }
   return next;
 }

@@ -195,8 +195,17 @@ class AlarmChecks final : public ObjectChecker {
     TableMirror mirror;
   };
 
+  // The earliest pending time of one participant table of one object, as last read; read again
+  // only when the row-change journal names a row of the table changed since (or cannot say).
+  struct EarliestPending {
+    sim::RowChangeCursor cursor;
+    bool read = false;
+    std::optional<int64_t> next;
+  };
+
   StoreReader reader_;
   AlarmPolicyView policy_;
+  std::map<std::pair<std::string, std::size_t>, EarliestPending> earliest_;  // (object, participant)
   std::map<Key, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, StoredRows> stored_;

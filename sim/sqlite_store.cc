@@ -499,12 +499,22 @@ SqlCursor SqliteStore::observe_durable(std::string_view sql, const std::vector<S
   return observe(db, durable_view_->statements, sql, params);
 }
 
+// Checks ask at most events whether a table exists; the answer changes only with the schema, so it
+// is kept until a statement that may have changed the schema runs (as the schema version is).
 bool SqliteStore::observe_live_has_table(std::string_view table) {
+  if (tables_known_after_ != live_statements_run_) {
+    tables_known_.clear();
+    tables_known_after_ = live_statements_run_;
+  }
+  for (const auto& [name, exists] : tables_known_)
+    if (name == table) return exists;
   ClockScope clock(env_);
   FlagScope scope(user_statement_, true);
   const std::string name(table);
   // With no column named, SQLITE_OK exactly when `name` is a table of the main schema (not a view).
-  return sqlite3_table_column_metadata(live_.get(), "main", name.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) == SQLITE_OK;
+  const bool exists = sqlite3_table_column_metadata(live_.get(), "main", name.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) == SQLITE_OK;
+  tables_known_.emplace_back(name, exists);
+  return exists;
 }
 
 std::optional<std::vector<int64_t>> SqliteStore::observe_live_changes(std::string_view table, RowChangeCursor& cursor) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime.h"
@@ -170,6 +171,9 @@ class SqliteStore {
   // the store's own), and the live schema version as read after the last of them.
   uint64_t live_statements_run_ = 0, schema_version_read_after_ = ~uint64_t{0};
   int64_t schema_version_ = 0;
+  // Which tables the live schema has, as asked since the last such statement (tables_known_after_).
+  std::vector<std::pair<std::string, bool>> tables_known_;
+  uint64_t tables_known_after_ = ~uint64_t{0};
   bool in_transaction_ = false;
   uint32_t schema_cookie_ = 0;  // the schema cookie when the implicit transaction began
   std::size_t savepoints_ = 0;  // open savepoints of the implicit transaction
