@@ -2,8 +2,8 @@
 #include "model/fanout_model.h"
 
 #include <algorithm>
-#include <set>
 #include <utility>
+#include <vector>
 
 namespace durasim::model {
 
@@ -154,22 +154,31 @@ std::vector<const FanoutDelivery*> FanoutModel::due(const std::string& target, i
 
 std::optional<std::string> FanoutModel::accounting(const std::map<std::string, FanoutManifest>& manifests,
                                                    const std::map<std::string, FanoutDelivery>& deliveries) {
-  std::map<std::string, std::set<std::string>> targetsOf;  // key -> targets of its live rows
+  // (key, target) of every live row, sorted and without repeats: each key's distinct targets, in
+  // order, next to each other (checked at every commit: pointers, not copies).
+  std::vector<std::pair<const std::string*, const std::string*>> live;
+  live.reserve(deliveries.size());
   for (const auto& [id, row] : deliveries) {
     auto manifest = manifests.find(row.key);
     if (manifest == manifests.end()) return "delivery row " + id + " has no manifest";
     if (manifest->second.generation != row.generation)
       return "delivery row " + id + " is of generation " + row.generation + ", its manifest of " + manifest->second.generation;
-    targetsOf[row.key].insert(row.target);
+    live.emplace_back(&manifest->first, &row.target);
   }
+  const auto less = [](const auto& a, const auto& b) { return *a.first != *b.first ? *a.first < *b.first : *a.second < *b.second; };
+  const auto same = [](const auto& a, const auto& b) { return *a.first == *b.first && *a.second == *b.second; };
+  std::sort(live.begin(), live.end(), less);
+  live.erase(std::unique(live.begin(), live.end(), same), live.end());
+  auto next = live.begin();
   for (const auto& [key, manifest] : manifests) {
-    const std::set<std::string>& live = targetsOf[key];
-    if (manifest.remaining <= 0 || manifest.remaining != static_cast<int64_t>(live.size()))
-      return "manifest " + key + " has remaining " + std::to_string(manifest.remaining) + " for " + std::to_string(live.size()) +
-             " live rows";
-    for (const std::string& target : live)
-      if (!std::binary_search(manifest.targets.begin(), manifest.targets.end(), target))
-        return "manifest " + key + " has a row for " + target + ", which is not among its targets";
+    const auto first = next;
+    while (next != live.end() && *next->first == key) ++next;
+    const auto count = static_cast<int64_t>(next - first);
+    if (manifest.remaining <= 0 || manifest.remaining != count)
+      return "manifest " + key + " has remaining " + std::to_string(manifest.remaining) + " for " + std::to_string(count) + " live rows";
+    for (auto it = first; it != next; ++it)
+      if (!std::binary_search(manifest.targets.begin(), manifest.targets.end(), *it->second))
+        return "manifest " + key + " has a row for " + *it->second + ", which is not among its targets";
   }
   return std::nullopt;
 }

@@ -106,22 +106,29 @@ TEST(FanoutModel, AccountingFindsEachKindOfDisagreement) {
   EXPECT_EQ(FanoutModel::accounting(manifests, deliveries), std::nullopt);
   auto wrongCount = manifests;
   wrongCount.at("k1").remaining = 3;
-  EXPECT_TRUE(FanoutModel::accounting(wrongCount, deliveries).has_value());
+  EXPECT_EQ(FanoutModel::accounting(wrongCount, deliveries), "manifest k1 has remaining 3 for 2 live rows");
   auto orphan = deliveries;
   orphan.erase(rowOf("k1", "a"));
   FanoutDelivery stray = deliveries.at(rowOf("k1", "a"));
   stray.key = "gone";
   orphan[stray.rowId()] = stray;
-  EXPECT_TRUE(FanoutModel::accounting(manifests, orphan).has_value());
+  EXPECT_EQ(FanoutModel::accounting(manifests, orphan), "delivery row " + stray.rowId() + " has no manifest");
   auto otherGeneration = deliveries;
   otherGeneration.at(rowOf("k1", "b")).generation = "g0";
-  EXPECT_TRUE(FanoutModel::accounting(manifests, otherGeneration).has_value());
+  EXPECT_EQ(FanoutModel::accounting(manifests, otherGeneration), "delivery row " + rowOf("k1", "b") + " is of generation g0, its manifest of g1");
   auto foreignTarget = deliveries;
   FanoutDelivery c = deliveries.at(rowOf("k1", "b"));
   foreignTarget.erase(rowOf("k1", "b"));
   c.target = "c";
   foreignTarget[c.rowId()] = c;
-  EXPECT_TRUE(FanoutModel::accounting(manifests, foreignTarget).has_value());
+  // FAN-04 is told from FAN-02 by this wording.
+  EXPECT_EQ(FanoutModel::accounting(manifests, foreignTarget), "manifest k1 has a row for c, which is not among its targets");
+  auto twoRowsOneTarget = foreignTarget;
+  twoRowsOneTarget.erase(c.rowId());
+  FanoutDelivery again = deliveries.at(rowOf("k1", "a"));
+  again.generation = "g1";
+  twoRowsOneTarget["another id of (k1, a)"] = again;
+  EXPECT_EQ(FanoutModel::accounting(manifests, twoRowsOneTarget), "manifest k1 has remaining 2 for 1 live rows") << "rows count by distinct target";
 }
 
 }  // namespace
