@@ -16,15 +16,17 @@ namespace durasim::properties {
 namespace {
 
 // The tables whose pending rows drive the object's alarm (scheduler.md 3.1), one per participant kind,
-// each with the statement reading its earliest pending due time (every outbox row is pending).
+// each with what makes a row pending (every outbox row is) and the statement reading its earliest
+// pending due time.
 struct ParticipantTable {
   const char* table;
+  const char* pending;
   const char* earliestPending;
 };
 constexpr ParticipantTable kParticipantTables[] = {
-    {DURASIM_ALARMS, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'"},
-    {DURASIM_FANOUT_DELIVERIES, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_FANOUT_DELIVERIES " WHERE status = 'pending'"},
-    {DURASIM_OUTBOX, "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_OUTBOX},
+    {DURASIM_ALARMS, "status = 'pending'", "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_ALARMS " WHERE status = 'pending'"},
+    {DURASIM_FANOUT_DELIVERIES, "status = 'pending'", "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_FANOUT_DELIVERIES " WHERE status = 'pending'"},
+    {DURASIM_OUTBOX, "1", "SELECT MIN(next_attempt_at) AS next FROM " DURASIM_OUTBOX},
 };
 using nlohmann::json;
 using namespace fields;
@@ -284,19 +286,35 @@ std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
   std::optional<int64_t> next;
   for (std::size_t i = 0; i < std::size(kParticipantTables); ++i) {
     const ParticipantTable& participant = kParticipantTables[i];
-    EarliestPending& known = earliest_[{object, i}];
-    if (!reader_.hasTable(object, participant.table)) {
-      known.read = false;
-      continue;
-    }
-    const std::optional<std::vector<int64_t>> changed = reader_.changedRows(object, participant.table, known.cursor);
-    if (!known.read || !changed || !changed->empty()) {
-      known.next = reader_(object, participant.earliestPending).one().optInt64("next");
-      known.read = true;
-    }
-    if (known.next && (!next || *known.next < *next)) next = known.next;
+    PendingTimes& times = pendingTimes_.try_emplace({object, i}, participant.table, participant.pending).first->second;
+    times.mirror.refresh(reader_, object);
+    if (!times.mirror.exists()) continue;
+    // MIN over anything but integers and NULLs compares as SQLite does: the statement answers.
+    const std::optional<int64_t> earliest = times.irregular > 0 ? reader_(object, participant.earliestPending).one().optInt64("next")
+                                            : times.due.empty()  ? std::nullopt
+                                                                 : std::optional<int64_t>(*times.due.begin());
+    if (earliest && (!next || *earliest < *next)) next = earliest;
   }
   return next;
+}
+
+AlarmChecks::PendingTimes::PendingTimes(const std::string& table, const std::string& pending)
+    : mirror(table, "(" + pending + ") AS pending, next_attempt_at AS next",
+             TableMirror::Index{[this](int64_t, const SqlRow& r) { count(r, -1); }, [this](int64_t, const SqlRow& r) { count(r, +1); }}) {}
+
+// The row's due time enters (+1) or leaves (-1) `due` when the row is pending (SQLite's truth: a
+// non-zero integer); a due time other than an integer or NULL counts as irregular.
+void AlarmChecks::PendingTimes::count(const SqlRow& r, int delta) {
+  const int64_t* pending = std::get_if<int64_t>(&r.at("pending"));
+  if (!pending || *pending == 0 || r.isNull("next")) return;
+  const int64_t* at = std::get_if<int64_t>(&r.at("next"));
+  if (!at) {
+    irregular += delta;
+  } else if (delta > 0) {
+    due.insert(*at);
+  } else if (const auto found = due.find(*at); found != due.end()) {
+    due.erase(found);  // always found: the mirror drops only rows it kept
+  }
 }
 
 bool AlarmChecks::hasParticipantTable(const std::string& object) {

@@ -195,17 +195,21 @@ class AlarmChecks final : public ObjectChecker {
     TableMirror mirror;
   };
 
-  // The earliest pending time of one participant table of one object, as last read; read again
-  // only when the row-change journal names a row of the table changed since (or cannot say).
-  struct EarliestPending {
-    sim::RowChangeCursor cursor;
-    bool read = false;
-    std::optional<int64_t> next;
+  // The due times of the pending rows of one participant table of one object (a multiset: its
+  // smallest is the earliest), mirrored from the row-change journal.
+  struct PendingTimes {
+    PendingTimes(const std::string& table, const std::string& pending);
+    PendingTimes(const PendingTimes&) = delete;  // the mirror's index points back here
+    PendingTimes& operator=(const PendingTimes&) = delete;
+    void count(const SqlRow& row, int delta);
+    std::multiset<int64_t> due;
+    int64_t irregular = 0;  // pending rows whose due time is neither an integer nor NULL
+    TableMirror mirror;
   };
 
   StoreReader reader_;
   AlarmPolicyView policy_;
-  std::map<std::pair<std::string, std::size_t>, EarliestPending> earliest_;  // (object, participant)
+  std::map<std::pair<std::string, std::size_t>, PendingTimes> pendingTimes_;  // (object, participant)
   std::map<Key, IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, StoredRows> stored_;
