@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/outbox_schema.h"
 #include "properties/alarm_checks.h"
 #include "sim/sqlite_store.h"
 #include "tests/mutated_stream.h"
@@ -195,6 +196,36 @@ TEST(AlarmChecksStream, OnlyAPendingRowAlreadyDueAtTheEndViolatesAlm14) {
   EXPECT_EQ(rig.violations("ALM-14"), 1u);
   EXPECT_EQ(rig.checks().tallies().by_id().at("ALM-14").checked, 2u);
   EXPECT_NE(rig.checks().tallies().by_id().at("ALM-14").examples.at(0).find("stuck.0"), std::string::npos);
+}
+
+// SCH-02 at a commit holds the reconcile's next against the earliest due time of the pending rows
+// as stored, over every participant table: a failed alarm row does not count, a row turned pending
+// does, and an outbox due time stored as text (which SQLite's MIN orders after every number) leaves
+// the earliest to the numbers.
+TEST(AlarmChecksStream, TheNextOfAReconcileIsTheEarliestPendingDueTimeAsStored) {
+  StreamRig rig;
+  int64_t commit = 0;
+  // Whether a reconcile that computed `next` (and wrote the alarm there) is held to be wrong.
+  const auto rejected = [&](int64_t next) {
+    const uint64_t before = rig.violations("SCH-02");
+    rig.record("sch.reconcile", 1000, {{"now", 1000}, {"next", next}, {"before", nullptr}, {"written", next}, {"deleted", false}, {"min_delay", 0}});
+    rig.record("commit", 1000, {{"commit", ++commit}, {"alarm", next}});
+    return rig.violations("SCH-02") > before;
+  };
+  rig.sql("INSERT INTO durability_alarms VALUES ('a', 'A', 'pending', 7000, 7000, 0, NULL, NULL, 0)");
+  rig.sql("INSERT INTO durability_alarms VALUES ('b', 'B', 'failed', 3000, 3000, 1, 'x', 'Error', 0)");
+  EXPECT_FALSE(rejected(7000));
+  EXPECT_TRUE(rejected(3000)) << "a failed row is not pending";
+  rig.sql("UPDATE durability_alarms SET status = 'pending' WHERE name = 'b'");
+  EXPECT_FALSE(rejected(3000)) << "the row turned pending is the earliest";
+  rig.sql("DELETE FROM durability_alarms WHERE name = 'b'");
+  rig.sql("CREATE TABLE " DURASIM_OUTBOX " (id INTEGER PRIMARY KEY, next_attempt_at)");
+  rig.sql("INSERT INTO " DURASIM_OUTBOX " VALUES (1, 'soon'), (2, 6500)");
+  EXPECT_FALSE(rejected(6500)) << "text orders after every number";
+  EXPECT_TRUE(rejected(7000));
+  rig.sql("DELETE FROM " DURASIM_OUTBOX " WHERE id = 1");
+  EXPECT_FALSE(rejected(6500));
+  EXPECT_TRUE(rejected(7000));
 }
 
 }  // namespace
