@@ -42,6 +42,9 @@ std::optional<std::string> serialize(const nlohmann::json& v) {
   }
 }
 
-nlohmann::json deserialize(const std::string& stored) { return nlohmann::json::parse(stored).at("value"); }
+nlohmann::json deserialize(const std::string& stored) {
+  nlohmann::json envelope = nlohmann::json::parse(stored);
+  return std::move(envelope.at("value"));
+}
 
 }  // namespace durasim

@@ -568,8 +568,10 @@ void Incarnation::deliver_call(std::string method, nlohmann::json args, std::sha
     doom(doomed_.value_or(ResetError{EndCause::abort, "broken.reset; Durable Object was reset"}));
     return;
   }
-  auto start = [this, method = std::move(method), args = std::move(args), reply] {
-    group_.spawn_now("call." + method, run_call(method, args, reply));
+  // Started once, so the call's method and arguments move into it.
+  auto start = [this, method = std::move(method), args = std::move(args), reply]() mutable {
+    std::string name = "call." + method;
+    group_.spawn_now(std::move(name), run_call(std::move(method), std::move(args), reply));
   };
   if (section_holds_gate()) {
     gated_.push_back(std::move(start));
@@ -588,11 +590,12 @@ Task<void> Incarnation::run_call(std::string method, nlohmann::json args, std::s
     flags.remote = true;
     error = std::make_exception_ptr(RpcError(RpcError::Kind::remote, flags, e.what()));
   }
-  auto send = [this, reply, result, error] {
+  // Released once, so the result moves through it to the caller.
+  auto send = [this, reply, result = std::move(result), error]() mutable {
     std::erase(incoming_, reply);
     end_external_wait();
     if (error) reply->set_error(error);
-    else reply->set_value(*result);
+    else reply->set_value(std::move(*result));
   };
   // The reply is an outbound effect (RT-10); sim.mutant.output_gate_bypass sends it at once.
   if (object_.runtime().world().mutants().output_gate_bypass) send();

@@ -15,10 +15,10 @@ std::string Reply::label() const {
   return "uncertain";
 }
 
-Reply classifyAnswer(const nlohmann::json& answer, const CallStyle& style) {
-  if (!style.enveloped) return {Reply::Kind::ok, answer};
-  if (answer.contains("error")) return {Reply::Kind::error, answer.at("error")};
-  return {Reply::Kind::ok, answer.at("result")};
+Reply classifyAnswer(nlohmann::json answer, const CallStyle& style) {
+  if (!style.enveloped) return {Reply::Kind::ok, std::move(answer)};
+  if (answer.contains("error")) return {Reply::Kind::error, std::move(answer.at("error"))};
+  return {Reply::Kind::ok, std::move(answer.at("result"))};
 }
 
 Reply classifyFailure(const RpcError& error, const CallStyle& style) {
@@ -43,9 +43,8 @@ Task<Reply> ObjectClient::call(std::string name, std::string method, nlohmann::j
   Reply reply;
   try {
     Stub stub = objects_.get(name);
-    Task<nlohmann::json> calling = stub.call(method, args);
-    const nlohmann::json answer = co_await calling;
-    reply = classifyAnswer(answer, style_);
+    Task<nlohmann::json> calling = stub.call(std::move(method), std::move(args));
+    reply = classifyAnswer(co_await calling, style_);
   } catch (const RpcError& error) {
     reply = classifyFailure(error, style_);
   }

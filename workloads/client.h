@@ -48,7 +48,7 @@ struct CallStyle {
 inline constexpr CallStyle kPlainCallStyle{false, true};
 
 // An answer the callee returned.
-Reply classifyAnswer(const nlohmann::json& answer, const CallStyle& style);
+Reply classifyAnswer(nlohmann::json answer, const CallStyle& style);
 // A call that threw RpcError: refused (see CallStyle) or uncertain.
 Reply classifyFailure(const RpcError& error, const CallStyle& style);
 

@@ -14,16 +14,22 @@ LogRecord recordFromJson(const nlohmann::json& j) {
   return LogRecord{j.at("offset").get<int64_t>(), j.at("key").get<std::string>(), j.at("body"), j.at("appendedAt").get<int64_t>()};
 }
 
-nlohmann::json recordsJson(const std::vector<LogRecord>& records) {
+nlohmann::json recordsJson(std::vector<LogRecord> records) {
   nlohmann::json out = nlohmann::json::array();
-  for (const LogRecord& record : records) out.push_back(toJson(record));
+  out.get_ref<nlohmann::json::array_t&>().reserve(records.size());
+  for (LogRecord& record : records) out.push_back(toJson(std::move(record)));
   return out;
 }
 
-nlohmann::json leaseJson(const LogLease& lease) {
-  return {{"batchId", lease.batchId},     {"consumer", lease.consumer},   {"firstOffset", lease.firstOffset},
-          {"lastOffset", lease.lastOffset}, {"attempt", lease.attempt},   {"expiresAt", lease.expiresAt},
-          {"records", recordsJson(lease.records)}};
+nlohmann::json leaseJson(LogLease lease) {
+  return JsonFields()
+      .add("batchId", std::move(lease.batchId))
+      .add("consumer", std::move(lease.consumer))
+      .add("firstOffset", lease.firstOffset)
+      .add("lastOffset", lease.lastOffset)
+      .add("attempt", lease.attempt)
+      .add("expiresAt", lease.expiresAt)
+      .add("records", recordsJson(std::move(lease.records)));
 }
 
 const char* stateName(LeaseState state) {
@@ -42,7 +48,7 @@ nlohmann::json leaseRowJson(const LogLeaseRow& row) {
           {"expiresAt", row.expiresAt}, {"createdAt", row.createdAt}};
 }
 
-nlohmann::json result(nlohmann::json value) { return {{"result", std::move(value)}}; }
+nlohmann::json result(nlohmann::json value) { return JsonFields().add("result", std::move(value)); }
 
 std::optional<int64_t> optionalInt(const nlohmann::json& args, const char* key) {
   if (!args.contains(key) || args.at(key).is_null()) return std::nullopt;
@@ -69,8 +75,12 @@ std::optional<SegmentRange> parseSegmentKey(const std::string& key) {
   }
 }
 
-nlohmann::json toJson(const LogRecord& record) {
-  return {{"offset", record.offset}, {"key", record.deduplicationKey}, {"body", record.body}, {"appendedAt", record.appendedAt}};
+nlohmann::json toJson(LogRecord record) {
+  return JsonFields()
+      .add("offset", record.offset)
+      .add("key", std::move(record.deduplicationKey))
+      .add("body", std::move(record.body))
+      .add("appendedAt", record.appendedAt);
 }
 
 nlohmann::json errorJson(const DurabilityError& error) {
@@ -158,8 +168,11 @@ Task<nlohmann::json> LogPartition::dispatch(std::string_view method, const nlohm
   }
   if (method == "read") {
     Task<LogPage> reading = log_->read(args.at("from").get<int64_t>(), optionalInt(args, "limit"));
-    const LogPage page = co_await reading;
-    co_return result({{"records", recordsJson(page.records)}, {"nextOffset", page.nextOffset}, {"lag", page.lag}});
+    LogPage page = co_await reading;
+    co_return result(JsonFields()
+                         .add("records", recordsJson(std::move(page.records)))
+                         .add("nextOffset", page.nextOffset)
+                         .add("lag", page.lag));
   }
   if (method == "bounds") {
     Task<LogBounds> reading = log_->bounds();
@@ -196,8 +209,8 @@ Task<nlohmann::json> LogPartition::dispatch(std::string_view method, const nlohm
   }
   if (method == "lease") {
     Task<std::optional<LogLease>> leasing = log_->lease(consumer, optionalInt(args, "limit"));
-    const std::optional<LogLease> lease = co_await leasing;
-    co_return result(lease ? leaseJson(*lease) : nlohmann::json());
+    std::optional<LogLease> lease = co_await leasing;
+    co_return result(lease ? leaseJson(std::move(*lease)) : nlohmann::json());
   }
   if (method == "ack" || method == "nack") {
     const std::string batchId = args.at("batchId").get<std::string>();

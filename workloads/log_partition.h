@@ -67,7 +67,7 @@ struct SegmentRange {
 std::optional<SegmentRange> parseSegmentKey(const std::string& key);
 
 // JSON forms of what crosses RPC (the envelope's are in workloads/envelope.h).
-nlohmann::json toJson(const LogRecord& record);
+nlohmann::json toJson(LogRecord record);
 inline EnqueueResult<std::vector<int64_t>> appendResultFromJson(const nlohmann::json& reply) {
   return enqueueResultFromJson<std::vector<int64_t>>(reply);
 }
