@@ -204,6 +204,14 @@ const StoredBus& EventBusChecks::stored(const std::string& label) const {
   return bus;
 }
 
+const Keys& EventBusChecks::keysOf(std::string_view topic, std::string_view consumer) const {
+  auto byTopic = keys_.find(topic);
+  if (byTopic == keys_.end()) byTopic = keys_.emplace(std::string(topic), std::map<std::string, Keys, std::less<>>()).first;
+  auto found = byTopic->second.find(consumer);
+  if (found == byTopic->second.end()) found = byTopic->second.emplace(std::string(consumer), Keys(topic, consumer, true)).first;
+  return found->second;
+}
+
 std::optional<json> EventBusChecks::kv(const std::string& label, const std::string& key) const { return stored(label).value(key); }
 
 std::optional<std::pair<int64_t, std::string>> EventBusChecks::logEntry(const std::string& label, const std::string& ns, const std::string& id) const {
@@ -240,7 +248,7 @@ void EventBusChecks::checkStored(const std::string& label, Bus& b, const std::ve
   const Facts& before = b.state.local();
   std::set<Slot> slots, deadWritten;
   for (const Edit& w : edits) {
-    const Keys keys(w.topic, w.consumer, true);
+    const Keys& keys = keysOf(w.topic, w.consumer);
     const Slot slot{w.topic, w.consumer, w.id};
     switch (w.kind) {
       case Edit::Kind::record: {
@@ -313,7 +321,7 @@ void EventBusChecks::checkAcks(const std::string& label, Bus& b) {
     return;
   }
   std::set<std::string> written = b.strayAcks;
-  for (const Slot& s : b.state.staged().acks) written.insert(Keys(std::get<0>(s), std::get<1>(s), true).ack(std::get<2>(s)));
+  for (const Slot& s : b.state.staged().acks) written.insert(keysOf(std::get<0>(s), std::get<1>(s)).ack(std::get<2>(s)));
   const std::set<std::string> keys = keysUnder(label, std::string(events::keys::kAck));
   std::vector<std::string> extra, missing;
   std::set_difference(keys.begin(), keys.end(), written.begin(), written.end(), std::back_inserter(extra));
@@ -325,7 +333,7 @@ void EventBusChecks::checkAcks(const std::string& label, Bus& b) {
   // Taken over, so that each difference is reported once.
   b.strayAcks.insert(extra.begin(), extra.end());
   for (const Slot& s : b.state.staged().acks)
-    if (!keys.count(Keys(std::get<0>(s), std::get<1>(s), true).ack(std::get<2>(s))))
+    if (!keys.count(keysOf(std::get<0>(s), std::get<1>(s)).ack(std::get<2>(s))))
       b.state.stage(Edit{Edit::Kind::ack, std::get<0>(s), std::get<1>(s), std::get<2>(s), false});
 }
 
@@ -336,7 +344,7 @@ void EventBusChecks::checkAcks(const std::string& label, Bus& b) {
 // between the two (at a durability decision) legitimately holds both.
 void EventBusChecks::checkSlot(const std::string& label, const Facts& facts, const Slot& slot, bool deadWritten) {
   const auto& [topic, consumer, id] = slot;
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const std::optional<json> att = kv(label, keys.attempts(id)), dead = kv(label, keys.dead(id));
   const bool acked = kv(label, keys.ack(id)).has_value();
   const bool pending = logEntry(label, keys.pending(), id).has_value();
@@ -366,7 +374,7 @@ void EventBusChecks::checkAccounted(const std::string& label, const Facts& facts
   const auto rec = facts.log.find({topic, event});
   const auto cursor = facts.cursor.find({topic, consumer});
   if (rec == facts.log.end() || cursor == facts.cursor.end() || rec->second.first > cursor->second) return;
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const bool ok = kv(label, keys.ack(event)).has_value() || quarantined(kv(label, keys.dead(event))) || logEntry(label, keys.pending(), event).has_value();
   tallies_.check(id, ok, [&] {
     return label + " frontier " + str(cursor->second) + " of (" + topic + ", " + consumer + ") passed event " + event + " (seq " + str(rec->second.first) +
@@ -385,7 +393,7 @@ void EventBusChecks::onDurability(const std::string& label, Bus& b, int64_t kept
 // attempt and dead record (EVT-19, EVT-32).
 void EventBusChecks::checkWhole(const std::string& label, Bus& b) {
   for (const auto& [topic, id] : b.returned) {
-    const bool stored = logEntry(label, Keys(topic, "", true).log(), id).has_value();
+    const bool stored = logEntry(label, keysOf(topic, "").log(), id).has_value();
     tallies_.check("EVT-02", stored, [&] { return label + " no longer stores " + topic + "/" + id + ", whose emit returned"; });
   }
   const Facts& facts = b.state.staged();
@@ -402,9 +410,9 @@ void EventBusChecks::checkWhole(const std::string& label, Bus& b) {
   // Every stored attempt and dead record is the one the reported writes leave: nothing else (a
   // release that returned false, say) changed one.
   std::map<std::string, json> dead, attempts;
-  for (const auto& [slot, value] : facts.dead) dead[Keys(std::get<0>(slot), std::get<1>(slot), true).dead(std::get<2>(slot))] = value;
+  for (const auto& [slot, value] : facts.dead) dead[keysOf(std::get<0>(slot), std::get<1>(slot)).dead(std::get<2>(slot))] = value;
   for (const auto& [slot, value] : facts.attempts)
-    attempts[Keys(std::get<0>(slot), std::get<1>(slot), true).attempts(std::get<2>(slot))] = value;
+    attempts[keysOf(std::get<0>(slot), std::get<1>(slot)).attempts(std::get<2>(slot))] = value;
   auto compare = [&](const char* id, const std::string& prefix, const std::map<std::string, json>& expected) {
     const std::map<std::string, json> stored = valuesUnder(label, prefix);
     std::vector<std::string> differ;
@@ -448,7 +456,7 @@ void EventBusChecks::checkKeys(const std::string& label, const Facts& facts) {
   std::map<std::string, std::pair<std::string, Slot>> expected;  // key -> (family, slot)
   std::set<std::string> namespaces;
   for (const auto& [topic, consumer] : consumersOf(label)) {
-    const Keys keys(topic, consumer, true);
+    const Keys& keys = keysOf(topic, consumer);
     expected[keys.cursor()] = {"cursor", {topic, consumer, ""}};
     namespaces.insert({keys.log(), keys.pending(), keys.deadIndex()});
     const auto records = facts.bySeq.find(topic);
@@ -487,7 +495,7 @@ void EventBusChecks::finish() {
     checkKeys(label, facts);
     // EVT-01: every stored record holds its first committed payload.
     for (const auto& [event, rec] : facts.log) {
-      const auto stored = logEntry(label, Keys(event.first, "", true).log(), event.second);
+      const auto stored = logEntry(label, keysOf(event.first, "").log(), event.second);
       tallies_.check("EVT-01", stored && stored->second == rec.second, [&] {
         return label + " stores " + (stored ? stored->second : std::string("nothing")) + " for " + event.first + "/" + event.second + ", first payload " + rec.second;
       });
@@ -503,7 +511,7 @@ void EventBusChecks::finish() {
     // EVT-30: dead.releases counts the committed releases, at least every one reported.
     for (const auto& [slot, dead] : facts.dead) {
       const auto& [topic, consumer, id] = slot;
-      const std::optional<json> stored = kv(label, Keys(topic, consumer, true).dead(id));
+      const std::optional<json> stored = kv(label, keysOf(topic, consumer).dead(id));
       const int64_t writes = facts.releases.count(slot) ? facts.releases.at(slot) : 0;
       const int64_t calls = b.releasedCalls.count(slot) ? b.releasedCalls.at(slot) : 0;
       tallies_.check("EVT-30", stored && releasesOf(*stored) == writes && writes >= calls, [&] {
@@ -514,7 +522,7 @@ void EventBusChecks::finish() {
     }
     // EVT-10 / EVT-35: every event acked (or quarantined) by every consumer of its topic.
     for (const auto& [topic, consumer] : consumersOf(label)) {
-      const Keys keys(topic, consumer, true);
+      const Keys& keys = keysOf(topic, consumer);
       const std::set<std::string> acks = keysUnder(label, std::string(events::keys::kAck) + events::enc(topic) + ":" + events::enc(consumer) + ":");
       std::vector<std::string> undelivered, unsettled;
       for (const auto& [id, seq] : entries(label, keys.log())) {

@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/events_keys.h"
 #include "properties/durable_state.h"
 #include "properties/event_bus_store.h"
 #include "properties/object_checker.h"
@@ -165,6 +166,8 @@ class EventBusChecks final : public ObjectChecker {
   std::map<std::string, nlohmann::json> valuesUnder(const std::string& label, const std::string& prefix) const;
   std::vector<Consumer> consumersOf(const std::string& label) const;
   const StoredBus& stored(const std::string& label) const;  // refreshed once per event checked
+  // The escaped keys of (topic, consumer), built once per pair: the checks ask at every pass.
+  const events::Keys& keysOf(std::string_view topic, std::string_view consumer) const;
 
   // event_bus_history.cc: what happened
   void onProbe(std::string_view ev, const std::string& label, Bus& bus, const EventFields& e);
@@ -199,6 +202,7 @@ class EventBusChecks final : public ObjectChecker {
   // store holds, kept current before any read (the reads are of the live store at the event).
   mutable std::map<std::string, std::pair<StoredBus, uint64_t>> stored_;
   uint64_t checked_ = 0;  // events checked so far (the end of the run counts as one)
+  mutable std::map<std::string, std::map<std::string, events::Keys, std::less<>>, std::less<>> keys_;  // topic -> consumer -> keys
 };
 
 }  // namespace durasim::properties

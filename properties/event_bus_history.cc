@@ -181,7 +181,7 @@ void EventBusChecks::onEmit(const std::string& label, Bus& b, const EventFields&
   }
   tallies_.check("EVT-01", found == log.end(), [&] { return label + " appended a second record of " + topic + "/" + id + " at seq " + str(seq); });
   if (const std::optional<int64_t> maxDepth = optInt(e.at("maxDepth"))) {
-    const int64_t stored = this->stored(label).count(Keys(topic, "", true).log());
+    const int64_t stored = this->stored(label).count(keysOf(topic, "").log());
     tallies_.check("EVT-03", stored <= *maxDepth, [&] {
       return label + " appended " + topic + "/" + id + " leaving " + str(stored) + " records, maxDepth " + str(*maxDepth);
     });
@@ -193,7 +193,7 @@ void EventBusChecks::onEmit(const std::string& label, Bus& b, const EventFields&
 void EventBusChecks::onEmitRefused(const std::string& label, const EventFields& e) {
   const std::string topic = text(e, "topic"), id = text(e, "id");
   const int64_t depth = num(e, "depth"), maxDepth = num(e, "maxDepth");
-  const std::string ns = Keys(topic, "", true).log();
+  const std::string ns = keysOf(topic, "").log();
   const bool stored = logEntry(label, ns, id).has_value();
   const int64_t count = this->stored(label).count(ns);
   tallies_.check("EVT-03", depth == maxDepth && !stored && count >= maxDepth, [&] {
@@ -209,7 +209,7 @@ void EventBusChecks::onEmitted(const std::string& label, Bus& b, const EventFiel
   if (!e.at("ok").get<bool>()) {
     // An emit without an id reports "" too: only an empty topic, or a refusal, is judged.
     if (!topic.empty() && e.at("error") != "TypeError") return;
-    const bool stored = logEntry(label, Keys(topic, "", true).log(), id).has_value();
+    const bool stored = logEntry(label, keysOf(topic, "").log(), id).has_value();
     tallies_.check("EVT-25", e.at("error") == "TypeError" && !stored, [&] {
       return label + " emit of topic '" + topic + "' id '" + id + "' ended with " + e.at("error").dump() + (stored ? ", a record stored" : "");
     });
@@ -218,7 +218,7 @@ void EventBusChecks::onEmitted(const std::string& label, Bus& b, const EventFiel
   const auto& durable = b.state.durable().log;
   const auto first = durable.find({topic, id});
   tallies_.check("EVT-02", first != durable.end(), [&] { return label + " emit of " + topic + "/" + id + " returned before its record was durable"; });
-  const auto stored = logEntry(label, Keys(topic, "", true).log(), id);
+  const auto stored = logEntry(label, keysOf(topic, "").log(), id);
   tallies_.check("EVT-01", stored && first != durable.end() && stored->second == first->second.second, [&] {
     return label + " emit of " + topic + "/" + id + " returned; the store holds " + (stored ? stored->second : std::string("nothing")) + ", the first payload " +
            (first != durable.end() ? first->second.second : std::string("none"));
@@ -253,7 +253,7 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const EventFi
   p.offset = num(e, "at") - p.begin;
   b.offset = p.offset;
   p.afterHeal = healedAt_ && p.begin >= *healedAt_;
-  const Keys keys(p.consumer.first, p.consumer.second, true);
+  const Keys& keys = keysOf(p.consumer.first, p.consumer.second);
   p.pendingAtBegin = stored(label).count(keys.pending());
   const Facts& facts = b.state.staged();
   const auto records = facts.bySeq.find(p.consumer.first);
@@ -295,7 +295,7 @@ void EventBusChecks::onExamine(const std::string& label, Bus& b, const EventFiel
   Pass& p = found->second;
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id"), phase = text(e, "phase"),
                     decision = text(e, "decision");
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const int64_t now = num(e, "t") + p.offset;
   const bool waiting = nextAtOf(kv(label, keys.attempts(id))) > now;
   const bool acked = kv(label, keys.ack(id)).has_value();
@@ -322,7 +322,7 @@ void EventBusChecks::onExamine(const std::string& label, Bus& b, const EventFiel
 void EventBusChecks::onInvoke(const std::string& label, Bus& b, const EventFields& e) {
   const int64_t pass = num(e, "pass");
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id");
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const auto name = [&] { return who(label, topic, consumer, id); };
   const std::optional<json> att = kv(label, keys.attempts(id)), dead = kv(label, keys.dead(id));
   const auto found = b.passes.find(pass);
@@ -365,7 +365,7 @@ void EventBusChecks::onHandle(const std::string& label, Bus& b, const EventField
   int64_t& calls = b.inFlight[slot];
   tallies_.check("EVT-04", calls > 0, [&] { return name() + " handler received an event no call of its consumer and topic was made with"; });
   calls = std::max<int64_t>(calls - 1, 0);
-  const auto stored = logEntry(label, Keys(topic, "", true).log(), id);
+  const auto stored = logEntry(label, keysOf(topic, "").log(), id);
   const json payload = stored ? deserialize(stored->second) : json();
   tallies_.check("EVT-44", stored && payload == e.at("payload"), [&] {
     return name() + " handler received " + e.at("payload").dump() + ", the stored payload is " + (stored ? stored->second : std::string("absent"));
@@ -512,7 +512,7 @@ void EventBusChecks::onQuarantine(const std::string& label, Bus& b, const EventF
   tallies_.check("EVT-18", static_cast<double>(attempts) == conf.maxAttempts, [&] {
     return name() + " quarantined with attempts " + str(attempts) + ", maxAttempts " + (std::isfinite(conf.maxAttempts) ? str(static_cast<int64_t>(conf.maxAttempts)) : "inf");
   });
-  const bool acked = facts.acks.count(slot) || kv(label, Keys(topic, consumer, true).ack(id)).has_value();
+  const bool acked = facts.acks.count(slot) || kv(label, keysOf(topic, consumer).ack(id)).has_value();
   tallies_.check("EVT-33", b.failedCalls.count(slot) && !acked, [&] {
     return name() + " quarantined " + (acked ? "while its ack marker is stored" : "without any failed handler call");
   });
@@ -553,7 +553,7 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const EventFiel
   tallies_.check("EVT-07", num(e, "delivered") == p.won, [&] { return name() + " returned " + str(num(e, "delivered")) + " having created " + str(p.won) + " ack markers"; });
   if (!e.at("failed").is_null()) return;
   tallies_.check("EVT-12", !p.due, [&] { return name() + " never called the handler for due event " + *p.due; });
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const std::optional<json> cursor = kv(label, keys.cursor());
   const int64_t frontier = cursor && cursor->is_string() ? std::strtoll(cursor->get<std::string>().c_str(), nullptr, 10) : 0;
   tallies_.check("EVT-14", frontier >= p.maxSeqAtBegin, [&] {
@@ -644,7 +644,7 @@ void EventBusChecks::onReleaseWrite(const std::string& label, Bus& b, const Even
 void EventBusChecks::onRelease(const std::string& label, Bus& b, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer"), id = text(e, "id"), outcome = text(e, "outcome");
   const Slot slot{topic, consumer, id};
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const std::optional<json> dead = kv(label, keys.dead(id));
   const bool acked = kv(label, keys.ack(id)).has_value();
   bool ok = true;
@@ -667,7 +667,7 @@ void EventBusChecks::onRelease(const std::string& label, Bus& b, const EventFiel
 // the status rule and the records' counts, at the cost of the dead-letter index.
 void EventBusChecks::onList(const std::string& label, const EventFields& e) {
   const std::string topic = text(e, "topic"), consumer = text(e, "consumer");
-  const Keys keys(topic, consumer, true);
+  const Keys& keys = keysOf(topic, consumer);
   const std::map<std::string, int64_t> index = entries(label, keys.deadIndex());
   std::vector<std::pair<int64_t, json>> expected;
   for (const auto& [id, seq] : index) {
