@@ -10,8 +10,9 @@ namespace durasim::model {
 namespace {
 
 const nlohmann::json& field(const nlohmann::json& object, const char* name) {
-  if (!object.is_object() || !object.contains(name)) throw std::invalid_argument(std::string("load snapshot lacks ") + name);
-  return object.at(name);
+  if (object.is_object())
+    if (const auto found = object.find(name); found != object.end()) return *found;
+  throw std::invalid_argument(std::string("load snapshot lacks ") + name);
 }
 
 std::optional<double> optionalAverage(const nlohmann::json& direction) {

@@ -119,7 +119,7 @@ void RuntimeChecks::on_incarnation_end(const EventFields& e, int64_t t) {
 }
 
 void RuntimeChecks::check_not_after_end(std::string_view ev, const std::string& label, int64_t number, int64_t t) {
-  const auto found = incarnations_.find({label, number});
+  const auto found = incarnations_.find(std::pair<std::string_view, int64_t>(label, number));
   if (found == incarnations_.end() || !found->second.ended_at) {
     tallies_.check("RT-19", true, [] { return std::string(); });
     return;

@@ -42,6 +42,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "faults/accounting.h"
@@ -67,6 +68,15 @@ class RuntimeChecks final : public sim::TraceSink {
 
  private:
   using Incarnation = std::pair<std::string, int64_t>;  // object label, incarnation number
+  // Incarnation's order, also over (string_view, number) keys, so that a lookup copies no label.
+  struct IncarnationOrder {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const int byLabel = std::string_view(a.first).compare(std::string_view(b.first));
+      return byLabel != 0 ? byLabel < 0 : a.second < b.second;
+    }
+  };
 
   // RT-12: c, e and whether the last failure was uncounted, for one (object, scheduled) occurrence.
   struct Occurrence {
@@ -165,7 +175,7 @@ class RuntimeChecks final : public sim::TraceSink {
 
   sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
-  std::map<Incarnation, IncarnationState> incarnations_;
+  std::map<Incarnation, IncarnationState, IncarnationOrder> incarnations_;
   std::map<uint64_t, CallState> calls_;
   std::map<uint64_t, StubState> stubs_;
   std::map<std::pair<std::string, std::string>, int64_t> cold_last_write_;  // (bucket, key) -> t
