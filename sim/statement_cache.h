@@ -4,7 +4,9 @@
 // after a schema change. Clear the cache before closing its connection.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +30,7 @@ class StatementCache {
     bool needs_transaction = false;  // the authorizer asked for the implicit transaction
     bool may_change_schema = false;  // the authorizer saw a schema action or a rollback
     std::shared_ptr<const std::vector<std::string>> columns;  // the names the last run saw
+    int reprepared = -1;  // how often SQLite had prepared the statement again when they were read
   };
 
   // At most this many statements are kept (statements whose text embeds values would otherwise grow
@@ -40,7 +43,10 @@ class StatementCache {
   // Keeps a freshly prepared statement and returns it; when the cache is full it goes to the
   // caller's `single_use` slot instead (which must outlive the statement's run).
   Entry& keep(std::string_view sql, bool user, Entry prepared, Entry& single_use);
-  void clear() { entries_.clear(); }
+  void clear() {
+    recent_.fill(Recent{});
+    entries_.clear();
+  }
 
   // The column names of `stmt` after its first step, shared with the previous run's if they are
   // the same (a schema change may rename them).
@@ -51,8 +57,21 @@ class StatementCache {
     using is_transparent = void;
     std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
   };
+  using Entries = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
+  // The entry last found for SQL text at an address: most statements are string literals, found
+  // again here by comparing their text with the entry's key instead of hashing it.
+  struct Recent {
+    const char* sql = nullptr;
+    Entries::value_type* entry = nullptr;
+  };
+  static constexpr std::size_t kRecent = 64;
+  Recent& recent(std::string_view sql, bool user) {
+    return recent_[((reinterpret_cast<std::uintptr_t>(sql.data()) >> 3) ^ sql.size() ^ (user ? kRecent - 1 : 0)) % kRecent];
+  }
+
   // Keys are the SQL text prefixed with 'u' (user) or 'i' (internal access).
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries_;
+  Entries entries_;
+  std::array<Recent, kRecent> recent_{};
   std::string key_;  // scratch for lookups
 };
 

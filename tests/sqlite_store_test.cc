@@ -112,6 +112,39 @@ TEST_F(SqliteStoreTest, StatementsBeyondTheCacheCapacityStillRunAndCachedOnesSta
   EXPECT_EQ(store.exec("SELECT 7 AS n").one().int64("n"), 7);  // still cached
 }
 
+// The cache finds a statement again by the address of its text: a buffer that later holds other SQL
+// of the same length finds that SQL's own statement, never the one it held before.
+TEST_F(SqliteStoreTest, TextAtAnAddressThatHeldOtherSqlRunsItsOwnStatement) {
+  std::string sql = "SELECT 1 AS n";
+  const char* const address = sql.data();
+  for (int64_t round = 0; round < 3; ++round) {
+    for (char digit = '1'; digit <= '9'; ++digit) {
+      sql[7] = digit;
+      ASSERT_EQ(sql.data(), address);
+      EXPECT_EQ(store.exec(sql).one().int64("n"), digit - '0');
+    }
+  }
+  sql = "SELECT 2 AS m";  // same length and address, another column name
+  ASSERT_EQ(sql.data(), address);
+  EXPECT_EQ(store.exec(sql).one().int64("m"), 2);
+}
+
+// A cached statement whose table changes shape is prepared again by SQLite: its rows carry the new
+// column names.
+TEST_F(SqliteStoreTest, ACachedStatementSeesTheColumnsOfAChangedTable) {
+  create_kv();
+  put(1, "one");
+  const std::string select = "SELECT * FROM kv";
+  EXPECT_EQ(store.exec(select).columnNames(), (std::vector<std::string>{"k", "v"}));
+  EXPECT_EQ(store.exec(select).columnNames(), (std::vector<std::string>{"k", "v"}));
+  store.exec("ALTER TABLE kv ADD COLUMN w DEFAULT 3");
+  SqlCursor after = store.exec(select);
+  EXPECT_EQ(after.columnNames(), (std::vector<std::string>{"k", "v", "w"}));
+  EXPECT_EQ(after.one().int64("w"), 3);
+  store.exec("ALTER TABLE kv RENAME COLUMN w TO x");
+  EXPECT_EQ(store.exec(select).columnNames(), (std::vector<std::string>{"k", "v", "x"}));
+}
+
 TEST_F(SqliteStoreTest, CursorHasColumnNamesAndRowCounts) {
   create_kv();
   SqlCursor insert = store.exec("INSERT INTO kv(k, v) VALUES(1, 'a'), (2, 'b'), (3, 'c')");
