@@ -142,8 +142,8 @@ class EventEncoder {
   [[gnu::noinline]] void grow(std::size_t n) { out_.resize(std::max(out_.size() * 2, size_ + n + 256)); }
   void tag(char c) { *room(1) = c; }
   void word(uint64_t w) {
-    char* at = room(8);
-    for (int i = 0; i < 8; ++i) at[i] = static_cast<char>(w >> (8 * i));
+    if constexpr (std::endian::native != std::endian::little) w = __builtin_bswap64(w);
+    std::memcpy(room(8), &w, 8);
   }
   void integer(int64_t i) {
     tag('i');
@@ -165,17 +165,46 @@ class EventEncoder {
   void replaced(const std::string& s) { bytes(json::parse(canonical_line(json(s))).get<std::string>()); }
   void bytes(std::string_view s) {
     word(s.size());
-    if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
+    copy(room(s.size()), s.data(), s.size());
+  }
+  template <class Word>
+  static Word load(const char* at) {
+    Word w;
+    std::memcpy(&w, at, sizeof w);
+    return w;
+  }
+  template <class Word>
+  static void store(char* at, Word w) {
+    std::memcpy(at, &w, sizeof w);
+  }
+  // memcpy, with the short strings of most fields copied in place as two overlapping words.
+  static void copy(char* to, const char* from, std::size_t n) {
+    if (n > 16) {
+      std::memcpy(to, from, n);
+    } else if (n >= 8) {
+      const auto first = load<uint64_t>(from), last = load<uint64_t>(from + n - 8);
+      store(to, first);
+      store(to + n - 8, last);
+    } else if (n >= 4) {
+      const auto first = load<uint32_t>(from), last = load<uint32_t>(from + n - 4);
+      store(to, first);
+      store(to + n - 4, last);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+    }
   }
   static bool ascii(std::string_view s) {
-    uint64_t high = 0;  // the top bit of every byte, eight at a time
-    std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      uint64_t chunk;
-      std::memcpy(&chunk, s.data() + i, 8);
-      high |= chunk;
+    const std::size_t n = s.size();
+    const char* at = s.data();
+    uint64_t high = 0;  // the top bit of every byte, a word at a time (the last word may overlap)
+    if (n >= 8) {
+      for (std::size_t i = 0; i + 8 < n; i += 8) high |= load<uint64_t>(at + i);
+      high |= load<uint64_t>(at + n - 8);
+    } else if (n >= 4) {
+      high = load<uint32_t>(at) | load<uint32_t>(at + n - 4);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) high |= static_cast<unsigned char>(at[i]);
     }
-    for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
     return (high & 0x8080808080808080ULL) == 0;
   }
 
