@@ -120,13 +120,9 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     world.tasks().spawn("rpc.reply", forward_reply(self, call.id, reply, call.outcome, call.reply_latency));
     // rpc.duplicate_delivery (arbitrary): the callee executes the call a second time; that reply is
     // lost. The request is kept for it only where the fault can fire.
-    if (!runtime_.faults().may_fire(FaultKind::rpc_duplicate_delivery)) {
-      incarnation.deliver_call(std::move(call.method), std::move(call.args), reply);
-      runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"});
-      return;
-    }
-    incarnation.deliver_call(call.method, call.args, reply);
-    if (runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"})) {
+    const bool may_duplicate = runtime_.faults().may_fire(FaultKind::rpc_duplicate_delivery);
+    incarnation.deliver_call(call.method, may_duplicate ? call.args : std::move(call.args), reply);
+    if (runtime_.faults().fires(FaultKind::rpc_duplicate_delivery, FaultSite{callee.label(), incarnation.number(), "deliver"}) && may_duplicate) {
       trace_delivery();
       incarnation.deliver_call(call.method, call.args, std::make_shared<Reply>(world.executor()));
     }

@@ -16,6 +16,18 @@ namespace {
 
 using json = nlohmann::json;
 
+// A word read from or written to unaligned bytes, in the host's byte order.
+template <class Word>
+Word load(const char* at) {
+  Word w;
+  std::memcpy(&w, at, sizeof w);
+  return w;
+}
+template <class Word>
+void store(char* at, Word w) {
+  std::memcpy(at, &w, sizeof w);
+}
+
 // An event's fields in the order of their JSON object's keys (byte order, as std::string compares),
 // for up to kMaxFields fields; an event with more is taken through its JSON object.
 class SortedFields {
@@ -44,8 +56,7 @@ class SortedFields {
   // differ order as their prefixes do, so most comparisons of the sort are one instruction.
   static uint64_t prefix(const std::string& key) {
     if (key.size() >= 8) {
-      uint64_t word;
-      std::memcpy(&word, key.data(), 8);
+      const auto word = load<uint64_t>(key.data());
       return std::endian::native == std::endian::little ? __builtin_bswap64(word) : word;
     }
     uint64_t bits = 0;
@@ -143,7 +154,7 @@ class EventEncoder {
   void tag(char c) { *room(1) = c; }
   void word(uint64_t w) {
     if constexpr (std::endian::native != std::endian::little) w = __builtin_bswap64(w);
-    std::memcpy(room(8), &w, 8);
+    store(room(8), w);
   }
   void integer(int64_t i) {
     tag('i');
@@ -166,16 +177,6 @@ class EventEncoder {
   void bytes(std::string_view s) {
     word(s.size());
     copy(room(s.size()), s.data(), s.size());
-  }
-  template <class Word>
-  static Word load(const char* at) {
-    Word w;
-    std::memcpy(&w, at, sizeof w);
-    return w;
-  }
-  template <class Word>
-  static void store(char* at, Word w) {
-    std::memcpy(at, &w, sizeof w);
   }
   // memcpy, with the short strings of most fields copied in place as two overlapping words.
   static void copy(char* to, const char* from, std::size_t n) {
