@@ -2,6 +2,7 @@
 #include "cli/options.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
@@ -76,14 +77,14 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   properties_cmd->add_flag("--json", properties.json, "print a JSON array of {id, family, title, kinds, statement}");
 
   BenchOptions bench;
-  bool bench_quick = false;
+  bool bench_quick = false, bench_no_rss = false;
   std::string bench_json;
   CLI::App* bench_cmd = app.add_subcommand("bench", "measure speed and memory, each figure beside its target (docs/performance.md)");
   bench_cmd->add_option("--scale", bench.scale, "multiply every seed and batch count (default 1)");
   bench_cmd->add_flag("--quick", bench_quick, "--scale 0.1: a rough run in well under a minute");
   bench_cmd->add_option("--json", bench_json, "also write the figures to FILE as JSON");
   bench_cmd->add_option("--only", bench.only, "run only the parts with these letters (e.g. g, or ad)");
-  bench_cmd->add_flag("--no-rss", [&](int64_t) { bench.rss = false; }, "skip (e), which runs 11,000 runtime seeds in child processes");
+  bench_cmd->add_flag("--no-rss", bench_no_rss, "skip (e), which runs 11,000 runtime seeds in child processes");
 
   MutantsOptions mutants;
   std::string mutants_json, mutants_traces;
@@ -124,6 +125,8 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       return HelpRequest{help.str()};
     }
     return UsageError{std::string("durasim: ") + e.what()};
+  } catch (const std::exception& e) {  // a conversion CLI11 leaves to the standard library
+    return UsageError{std::string("durasim: cannot read the command line (") + e.what() + ")"};
   }
 
   if (*run_cmd) {
@@ -155,6 +158,7 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   }
   if (*bench_cmd) {
     if (bench_quick) bench.scale = 0.1;
+    bench.rss = !bench_no_rss;
     if (!bench_json.empty()) bench.json = bench_json;
     return bench;
   }

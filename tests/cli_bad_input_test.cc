@@ -1,7 +1,8 @@
 // Bad input to every durasim command, as a process: missing files, directories and empty files given
 // to replay, explain, shrink and merge; numbers too large for 64 bits or negative; reversed and
 // oversized seed ranges; unknown workloads, variants and fault profiles; malformed shards and jobs;
-// result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large.
+// result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large;
+// flags given values that are not booleans.
 // Each gets exit code 2 and one line on stderr naming the problem, and nothing runs.
 #include <gtest/gtest.h>
 
@@ -97,6 +98,14 @@ TEST_F(CliBadInputTest, JsonNestedTooDeepAndHugeBudgets) {
   testing::write_text(dir_.file("deep.json"), "{\"type\":\"seed\",\"x\":" + nested(1'000'000) + "}\n");
   expect_refused("merge " + file("deep.json"), "deep.json:1: JSON nested deeper than");
   for (const char* budget : {"1e300", "inf"}) expect_refused("shrink " + file("notes.json") + " --budget " + budget, "--budget must be at most");
+}
+
+// A flag given a value that is not a boolean: `bench --no-rss=.2` used to escape the parser as the
+// standard library's conversion error and abort (found by cli_fuzz).
+TEST_F(CliBadInputTest, FlagsGivenValues) {
+  expect_refused("bench --no-rss=.2", "--no-rss");
+  expect_refused("bench --quick=maybe", "--quick");
+  expect_refused("run --verbose=.5", "--verbose");
 }
 
 TEST_F(CliBadInputTest, Shards) {
