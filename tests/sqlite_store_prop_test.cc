@@ -29,13 +29,14 @@ struct Model {
   State durable;
   std::deque<State> unconfirmed;  // the state after each unconfirmed commit, in commit order
   std::optional<State> open;      // the live state while an implicit transaction is open
-  bool open_wrote = false;        // the open transaction wrote a page (a commit will happen)
   uint64_t last_number = 0;
 
-  State live() const {
-    if (open) return *open;
-    return unconfirmed.empty() ? durable : unconfirmed.back();
-  }
+  State committed() const { return unconfirmed.empty() ? durable : unconfirmed.back(); }
+  State live() const { return open ? *open : committed(); }
+  // The open transaction changed what the store holds, so its commit must be a local commit. One
+  // that changed nothing may commit or not: SQLite writes a page back unchanged in some cases (a
+  // row overwritten with its own bytes) and leaves it alone in others.
+  bool open_changed() const { return open && *open != committed(); }
   State& begin() {
     if (!open) open = live();
     return *open;
@@ -53,27 +54,26 @@ void apply(SqliteStore& store, Model& model, const Step& step) {
   switch (kind) {
     case kWrite:
     case kWrite2:
-    case kWrite3:
+    case kWrite3: {
       store.exec("INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)", {int64_t{key}, int64_t{value}});
       model.begin()[key] = value;
-      model.open_wrote = true;
       return;
+    }
     case kErase: {
       store.exec("DELETE FROM kv WHERE k = ?", {int64_t{key}});
-      const bool erased = model.begin().erase(key) > 0;
-      model.open_wrote = model.open_wrote || erased;
+      model.begin().erase(key);
       return;
     }
     case kCommit:
     case kCommit2: {
       const std::optional<LocalCommit> commit = store.commit_local();
-      RC_ASSERT(commit.has_value() == model.open_wrote);
+      RC_ASSERT(commit.has_value() || !model.open_changed());
       if (commit) {
+        RC_ASSERT(model.open.has_value());
         RC_ASSERT(commit->number == ++model.last_number);
         model.unconfirmed.push_back(*model.open);
       }
       model.open.reset();
-      model.open_wrote = false;
       return;
     }
     case kConfirm:
@@ -88,7 +88,6 @@ void apply(SqliteStore& store, Model& model, const Step& step) {
       if (keep > 0) model.durable = model.unconfirmed[keep - 1];
       model.unconfirmed.clear();
       model.open.reset();
-      model.open_wrote = false;
       RC_ASSERT(read_state(store) == model.durable);
       RC_ASSERT(store.live_digest() == store.durable_digest());
       return;
