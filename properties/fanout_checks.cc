@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <variant>
 #include <utility>
 
 #include "engine/fanout_events.h"
@@ -24,6 +25,20 @@ std::string deliveryOf(const std::string& generation, const std::string& target)
 
 // The target of a delivery row id, json([key, target]).
 std::string targetOfRow(const std::string& row) { return json::parse(row).at(1).get<std::string>(); }
+
+// A stored value compared as SQLite compares it with an integer or a text parameter in the WHERE
+// clauses the mirror scans stand for: NULL matches nothing; numbers compare by value; text and
+// blobs sort after every number (never before a time) and equal only the same text.
+bool lessThan(const SqlValue& v, int64_t t, bool orEqual) {
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return orEqual ? *i <= t : *i < t;
+  if (const double* d = std::get_if<double>(&v)) return orEqual ? *d <= static_cast<double>(t) : *d < static_cast<double>(t);
+  return false;
+}
+bool textEquals(const SqlValue& v, const std::string& text) {
+  const std::string* stored = std::get_if<std::string>(&v);
+  return stored && *stored == text;
+}
+bool textDiffers(const SqlValue& v, const std::string& text) { return !std::holds_alternative<SqlNull>(v) && !textEquals(v, text); }
 
 }  // namespace
 
@@ -73,6 +88,12 @@ bool FanoutChecks::hasTables(const std::string& object) const {
     askedAt = checked_;
   }
   return has;
+}
+
+const std::map<int64_t, SqlRow>& FanoutChecks::deliveryRowsNow(const std::string& object) {
+  TableMirror& rows = stored_.try_emplace(object).first->second.deliveryRows;
+  rows.refresh(reader_, object);
+  return rows.rows();
 }
 
 void FanoutChecks::observe(std::string_view ev, const EventFields& e) {
@@ -260,7 +281,9 @@ FanoutChecks::StoredRows::StoredRows()
                                     m.seq = r.int64("seq");
                                     m.generation = r.text("generation_id");
                                   }}),
-      deliveryRows(DURASIM_FANOUT_DELIVERIES, "id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at",
+      deliveryRows(DURASIM_FANOUT_DELIVERIES,
+                   "id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at, attempt, seq, next_attempt_at, "
+                   "last_error, last_error_name",
                    TableMirror::Index{[this](int64_t, const SqlRow& r) {
                                         deliveries.erase(r.text("id"));
                                         const auto of = deliveriesOf.find(std::tie(r.text("message_key"), r.text("target_id"), r.text("generation_id")));
@@ -273,7 +296,7 @@ FanoutChecks::StoredRows::StoredRows()
                                         d.generation = r.text("generation_id");
                                         ++deliveriesOf[{d.key, d.target, d.generation}];
                                       }}),
-      memos(DURASIM_FANOUT_MEMOS, "message_key, target_id, generation_id, step") {}
+      memos(DURASIM_FANOUT_MEMOS, "message_key, target_id, generation_id, step, value") {}
 
 // FAN-02 / FAN-04 over the rows as this commit left them; FAN-10: a reason only in dead_letter phase.
 void FanoutChecks::checkRows(const std::string& object) {
@@ -373,10 +396,8 @@ void FanoutChecks::onPassBegin(const EventFields& e, IncarnationState& inc) {
   IsolationWatch watch{target, now, {}, {}};
   for (const auto& [other, state] : inc.passes)
     if (state.openSince) watch.openInInstant.insert(other);
-  for (const SqlRow& r : reader_(object, "SELECT target_id, id, generation_id, attempt, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES
-                                         " WHERE target_id <> ? AND next_attempt_at < ?",
-                                 {target, now})
-                             .toVector()) {
+  for (const auto& [rowid, r] : deliveryRowsNow(object)) {
+    if (!textDiffers(r.at("target_id"), target) || !lessThan(r.at("next_attempt_at"), now, false)) continue;
     // A row that came due while a pass of its own target ran waits for that target's next pass,
     // not for this one.
     const PassState& own = inc.passes[r.text("target_id")];
@@ -403,10 +424,11 @@ void FanoutChecks::judgeIsolation(const EventFields& e, IncarnationState& inc) {
     for (const WatchedRow& row : watch.due) {
       bool untouched = false;
       if (!watch.openInInstant.count(row.target)) {
-        const std::optional<SqlRow> stored =
-            reader_(object, "SELECT attempt, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES " WHERE id = ? AND generation_id = ?", {row.id, row.generation})
-                .next();
-        untouched = stored && stored->int64("attempt") == row.attempt && stored->int64("next_attempt_at") == row.next;
+        const auto& rows = deliveryRowsNow(object);
+        const auto stored = std::find_if(rows.begin(), rows.end(), [&](const auto& kept) {
+          return textEquals(kept.second.at("id"), row.id) && textEquals(kept.second.at("generation_id"), row.generation);
+        });
+        untouched = stored != rows.end() && stored->second.int64("attempt") == row.attempt && stored->second.int64("next_attempt_at") == row.next;
       }
       tallies_.check("FAN-16", !untouched, [&] {
         return object + " row " + row.id + " of " + row.target + ", due at " + str(row.next) + ", had no pass of its target when a pass of " +
@@ -424,11 +446,10 @@ void FanoutChecks::onUnconfiguredDue(const EventFields& e, IncarnationState& inc
   auto& [now, rows] = inc.unconfiguredDue[text(e, "target")];
   now = num(e, "now");
   rows.clear();
-  for (const SqlRow& r : reader_(object, "SELECT id, attempt, last_error, last_error_name FROM " DURASIM_FANOUT_DELIVERIES
-                                         " WHERE target_id = ? AND next_attempt_at <= ?",
-                                 {text(e, "target"), now})
-                             .toVector())
-    rows[r.text("id")] = Unconfigured{r.int64("attempt"), r.optText("last_error"), r.optText("last_error_name")};
+  const std::string target = text(e, "target");
+  for (const auto& [rowid, r] : deliveryRowsNow(object))
+    if (textEquals(r.at("target_id"), target) && lessThan(r.at("next_attempt_at"), now, true))
+      rows[r.text("id")] = Unconfigured{r.int64("attempt"), r.optText("last_error"), r.optText("last_error_name")};
 }
 
 // FAN-18: only rows of a target the incarnation lacks are postponed, each by 60 s from its pass,
@@ -521,13 +542,24 @@ void FanoutChecks::checkFirstDue(const EventFields& e) {
   if (!batchDelayMs_ || !hasTables(label(e))) return;
   const int64_t at = num(e, "at");
   const int64_t expected = model::firstAttemptAt(at, *batchDelayMs_);
+  // The rows of each new manifest, key -> generation -> its rows by rowid, from one scan.
+  using RowsOf = std::map<std::string, std::map<std::string, std::vector<const SqlRow*>, std::less<>>, std::less<>>;
+  RowsOf rowsOf;
+  for (const json& m : e.at("messages"))
+    if (!m.at("hit").get<bool>()) rowsOf[text(m, "key")][text(m, "generation")];
+  if (rowsOf.empty()) return;
+  for (const auto& [rowid, r] : deliveryRowsNow(label(e))) {
+    const std::string* key = std::get_if<std::string>(&r.at("message_key"));
+    const std::string* generation = std::get_if<std::string>(&r.at("generation_id"));
+    const auto ofKey = key ? rowsOf.find(*key) : rowsOf.end();
+    if (ofKey == rowsOf.end() || !generation) continue;
+    if (const auto rows = ofKey->second.find(*generation); rows != ofKey->second.end()) rows->second.push_back(&r);
+  }
   for (const json& m : e.at("messages")) {
     if (m.at("hit").get<bool>()) continue;
-    for (const SqlRow& r : reader_(label(e), "SELECT id, next_attempt_at FROM " DURASIM_FANOUT_DELIVERIES " WHERE message_key = ? AND generation_id = ?",
-                                   {text(m, "key"), text(m, "generation")})
-                               .toVector())
-      tallies_.check("FAN-17", r.int64("next_attempt_at") == expected, [&] {
-        return label(e) + " row " + r.text("id") + " created at " + str(at) + " is first due at " + str(r.int64("next_attempt_at")) +
+    for (const SqlRow* r : rowsOf.at(text(m, "key")).at(text(m, "generation")))
+      tallies_.check("FAN-17", r->int64("next_attempt_at") == expected, [&] {
+        return label(e) + " row " + r->text("id") + " created at " + str(at) + " is first due at " + str(r->int64("next_attempt_at")) +
                ", not " + str(expected) + " (batchDelayMs " + str(*batchDelayMs_) + ")";
       });
   }
@@ -582,7 +614,7 @@ void FanoutChecks::onRetryWritten(const EventFields& e) {
 void FanoutChecks::onLoad(const EventFields& e) {
   const std::string& object = label(e);
   if (!hasTables(object)) return;
-  const int64_t stored = reader_(object, "SELECT count(*) AS n FROM " DURASIM_FANOUT_DELIVERIES).one().int64("n");
+  const auto stored = static_cast<int64_t>(deliveryRowsNow(object).size());
   tallies_.check("FAN-13", num(e, "pendingDeliveries") == stored, [&] {
     return object + " answered pendingDeliveries " + str(num(e, "pendingDeliveries")) + " while it stores " + str(stored) + " delivery rows";
   });
@@ -593,10 +625,14 @@ void FanoutChecks::onMemo(const EventFields& e, bool computed) {
   const std::string mailbox = text(e, "mailbox");
   if (!reader_.hasTable(mailbox, DURASIM_FANOUT_MEMOS)) return;
   const json identity = json::parse(text(e, "delivery"));
-  const std::optional<SqlRow> stored =
-      reader_(mailbox, "SELECT value FROM " DURASIM_FANOUT_MEMOS " WHERE generation_id = ? AND target_id = ? AND step = ?",
-              {identity.at(0).get<std::string>(), identity.at(1).get<std::string>(), text(e, "step")})
-          .next();
+  const std::string generation = identity.at(0).get<std::string>(), target = identity.at(1).get<std::string>(), step = text(e, "step");
+  TableMirror& memos = stored_.try_emplace(mailbox).first->second.memos;
+  memos.refresh(reader_, mailbox);
+  const auto found = std::find_if(memos.rows().begin(), memos.rows().end(), [&](const auto& memo) {
+    const SqlRow& m = memo.second;
+    return textEquals(m.at("generation_id"), generation) && textEquals(m.at("target_id"), target) && textEquals(m.at("step"), step);
+  });
+  const SqlRow* stored = found == memos.rows().end() ? nullptr : &found->second;
   if (computed) {
     tallies_.check("FAN-24", !stored, [&] {
       return mailbox + " computed step " + text(e, "step") + " of " + text(e, "delivery") + " attempt " + str(num(e, "attempt")) +
@@ -623,10 +659,11 @@ void FanoutChecks::onDue(const EventFields& e) {
     std::string row;
   };
   std::vector<Due> due;
-  for (const SqlRow& r : reader_(object, "SELECT id, attempt, seq FROM " DURASIM_FANOUT_DELIVERIES " WHERE target_id = ? AND next_attempt_at <= ?",
-                                 {text(e, "target"), num(e, "now")})
-                             .toVector())
-    due.push_back(Due{r.int64("attempt") != 0, r.int64("seq"), r.text("id")});
+  const std::string target = text(e, "target");
+  const int64_t now = num(e, "now");
+  for (const auto& [rowid, r] : deliveryRowsNow(object))
+    if (textEquals(r.at("target_id"), target) && lessThan(r.at("next_attempt_at"), now, true))
+      due.push_back(Due{r.int64("attempt") != 0, r.int64("seq"), r.text("id")});
   std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.retry, a.seq) < std::tie(b.retry, b.seq); });
   if (static_cast<int64_t>(due.size()) > *maxBatchSize_) due.resize(static_cast<std::size_t>(*maxBatchSize_));
   std::vector<std::string> expected, listed;
