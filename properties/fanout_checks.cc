@@ -39,6 +39,10 @@ bool textEquals(const SqlValue& v, const std::string& text) {
   return stored && *stored == text;
 }
 bool textDiffers(const SqlValue& v, const std::string& text) { return !std::holds_alternative<SqlNull>(v) && !textEquals(v, text); }
+// A delivery row of `target` due by `now` (WHERE target_id = ? AND next_attempt_at <= ?).
+bool dueFor(const SqlRow& row, const std::string& target, int64_t now) {
+  return textEquals(row.at("target_id"), target) && lessThan(row.at("next_attempt_at"), now, true);
+}
 
 }  // namespace
 
@@ -90,10 +94,10 @@ bool FanoutChecks::hasTables(const std::string& object) const {
   return has;
 }
 
-const std::map<int64_t, SqlRow>& FanoutChecks::deliveryRowsNow(const std::string& object) {
-  TableMirror& rows = stored_.try_emplace(object).first->second.deliveryRows;
-  rows.refresh(reader_, object);
-  return rows.rows();
+const std::map<int64_t, SqlRow>& FanoutChecks::rowsNow(const std::string& object, TableMirror StoredRows::*table) {
+  TableMirror& mirror = stored_.try_emplace(object).first->second.*table;
+  mirror.refresh(reader_, object);
+  return mirror.rows();
 }
 
 void FanoutChecks::observe(std::string_view ev, const EventFields& e) {
@@ -396,7 +400,7 @@ void FanoutChecks::onPassBegin(const EventFields& e, IncarnationState& inc) {
   IsolationWatch watch{target, now, {}, {}};
   for (const auto& [other, state] : inc.passes)
     if (state.openSince) watch.openInInstant.insert(other);
-  for (const auto& [rowid, r] : deliveryRowsNow(object)) {
+  for (const auto& [rowid, r] : rowsNow(object, &StoredRows::deliveryRows)) {
     if (!textDiffers(r.at("target_id"), target) || !lessThan(r.at("next_attempt_at"), now, false)) continue;
     // A row that came due while a pass of its own target ran waits for that target's next pass,
     // not for this one.
@@ -419,16 +423,17 @@ void FanoutChecks::onPassEnd(const EventFields& e, IncarnationState& inc) {
 void FanoutChecks::judgeIsolation(const EventFields& e, IncarnationState& inc) {
   const int64_t now = num(e, "t") + inc.clockOffset;
   const std::string& object = label(e);
+  const std::map<int64_t, SqlRow>* rows = nullptr;  // read once, at the first row judged
   std::erase_if(inc.watches, [&](const IsolationWatch& watch) {
     if (watch.began >= now) return false;
     for (const WatchedRow& row : watch.due) {
       bool untouched = false;
       if (!watch.openInInstant.count(row.target)) {
-        const auto& rows = deliveryRowsNow(object);
-        const auto stored = std::find_if(rows.begin(), rows.end(), [&](const auto& kept) {
+        if (!rows) rows = &rowsNow(object, &StoredRows::deliveryRows);
+        const auto stored = std::find_if(rows->begin(), rows->end(), [&](const auto& kept) {
           return textEquals(kept.second.at("id"), row.id) && textEquals(kept.second.at("generation_id"), row.generation);
         });
-        untouched = stored != rows.end() && stored->second.int64("attempt") == row.attempt && stored->second.int64("next_attempt_at") == row.next;
+        untouched = stored != rows->end() && stored->second.int64("attempt") == row.attempt && stored->second.int64("next_attempt_at") == row.next;
       }
       tallies_.check("FAN-16", !untouched, [&] {
         return object + " row " + row.id + " of " + row.target + ", due at " + str(row.next) + ", had no pass of its target when a pass of " +
@@ -443,13 +448,12 @@ void FanoutChecks::judgeIsolation(const EventFields& e, IncarnationState& inc) {
 void FanoutChecks::onUnconfiguredDue(const EventFields& e, IncarnationState& inc) {
   const std::string& object = label(e);
   if (!hasTables(object)) return;
-  auto& [now, rows] = inc.unconfiguredDue[text(e, "target")];
+  const std::string target = text(e, "target");
+  auto& [now, rows] = inc.unconfiguredDue[target];
   now = num(e, "now");
   rows.clear();
-  const std::string target = text(e, "target");
-  for (const auto& [rowid, r] : deliveryRowsNow(object))
-    if (textEquals(r.at("target_id"), target) && lessThan(r.at("next_attempt_at"), now, true))
-      rows[r.text("id")] = Unconfigured{r.int64("attempt"), r.optText("last_error"), r.optText("last_error_name")};
+  for (const auto& [rowid, r] : rowsNow(object, &StoredRows::deliveryRows))
+    if (dueFor(r, target, now)) rows[r.text("id")] = Unconfigured{r.int64("attempt"), r.optText("last_error"), r.optText("last_error_name")};
 }
 
 // FAN-18: only rows of a target the incarnation lacks are postponed, each by 60 s from its pass,
@@ -548,7 +552,7 @@ void FanoutChecks::checkFirstDue(const EventFields& e) {
   for (const json& m : e.at("messages"))
     if (!m.at("hit").get<bool>()) rowsOf[text(m, "key")][text(m, "generation")];
   if (rowsOf.empty()) return;
-  for (const auto& [rowid, r] : deliveryRowsNow(label(e))) {
+  for (const auto& [rowid, r] : rowsNow(label(e), &StoredRows::deliveryRows)) {
     const std::string* key = std::get_if<std::string>(&r.at("message_key"));
     const std::string* generation = std::get_if<std::string>(&r.at("generation_id"));
     const auto ofKey = key ? rowsOf.find(*key) : rowsOf.end();
@@ -614,7 +618,7 @@ void FanoutChecks::onRetryWritten(const EventFields& e) {
 void FanoutChecks::onLoad(const EventFields& e) {
   const std::string& object = label(e);
   if (!hasTables(object)) return;
-  const auto stored = static_cast<int64_t>(deliveryRowsNow(object).size());
+  const auto stored = static_cast<int64_t>(rowsNow(object, &StoredRows::deliveryRows).size());
   tallies_.check("FAN-13", num(e, "pendingDeliveries") == stored, [&] {
     return object + " answered pendingDeliveries " + str(num(e, "pendingDeliveries")) + " while it stores " + str(stored) + " delivery rows";
   });
@@ -626,13 +630,12 @@ void FanoutChecks::onMemo(const EventFields& e, bool computed) {
   if (!reader_.hasTable(mailbox, DURASIM_FANOUT_MEMOS)) return;
   const json identity = json::parse(text(e, "delivery"));
   const std::string generation = identity.at(0).get<std::string>(), target = identity.at(1).get<std::string>(), step = text(e, "step");
-  TableMirror& memos = stored_.try_emplace(mailbox).first->second.memos;
-  memos.refresh(reader_, mailbox);
-  const auto found = std::find_if(memos.rows().begin(), memos.rows().end(), [&](const auto& memo) {
+  const std::map<int64_t, SqlRow>& memos = rowsNow(mailbox, &StoredRows::memos);
+  const auto found = std::find_if(memos.begin(), memos.end(), [&](const auto& memo) {
     const SqlRow& m = memo.second;
     return textEquals(m.at("generation_id"), generation) && textEquals(m.at("target_id"), target) && textEquals(m.at("step"), step);
   });
-  const SqlRow* stored = found == memos.rows().end() ? nullptr : &found->second;
+  const SqlRow* stored = found == memos.end() ? nullptr : &found->second;
   if (computed) {
     tallies_.check("FAN-24", !stored, [&] {
       return mailbox + " computed step " + text(e, "step") + " of " + text(e, "delivery") + " attempt " + str(num(e, "attempt")) +
@@ -661,9 +664,8 @@ void FanoutChecks::onDue(const EventFields& e) {
   std::vector<Due> due;
   const std::string target = text(e, "target");
   const int64_t now = num(e, "now");
-  for (const auto& [rowid, r] : deliveryRowsNow(object))
-    if (textEquals(r.at("target_id"), target) && lessThan(r.at("next_attempt_at"), now, true))
-      due.push_back(Due{r.int64("attempt") != 0, r.int64("seq"), r.text("id")});
+  for (const auto& [rowid, r] : rowsNow(object, &StoredRows::deliveryRows))
+    if (dueFor(r, target, now)) due.push_back(Due{r.int64("attempt") != 0, r.int64("seq"), r.text("id")});
   std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.retry, a.seq) < std::tie(b.retry, b.seq); });
   if (static_cast<int64_t>(due.size()) > *maxBatchSize_) due.resize(static_cast<std::size_t>(*maxBatchSize_));
   std::vector<std::string> expected, listed;

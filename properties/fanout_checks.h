@@ -187,9 +187,6 @@ class FanoutChecks final : public ObjectChecker {
   void checkRows(const std::string& object);
   IncarnationState& incarnation(const EventFields& e);
   bool hasTables(const std::string& object) const;
-  // The delivery rows `object` stores at this event, by rowid: its mirror brought up to date (the
-  // due-row checks scan it where they ran a statement per pass).
-  const std::map<int64_t, SqlRow>& deliveryRowsNow(const std::string& object);
 
   // One object's manifest and delivery rows, mirrored from the row-change journal at each commit
   // and kept as the model reads them (the rows the FAN-02/04/10 checks judge).
@@ -202,6 +199,9 @@ class FanoutChecks final : public ObjectChecker {
     std::map<std::tuple<std::string, std::string, std::string>, int, std::less<>> deliveriesOf;  // (key, target, generation) -> rows
     TableMirror messages, deliveryRows, memos;
   };
+  // The rows `object` stores in one of its mirrored tables at this event, by rowid: the mirror
+  // brought up to date (the due-row and memo checks scan it where they ran a statement per pass).
+  const std::map<int64_t, SqlRow>& rowsNow(const std::string& object, TableMirror StoredRows::*table);
 
   StoreReader reader_;
   HistoryGraph history_;

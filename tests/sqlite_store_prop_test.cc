@@ -54,11 +54,10 @@ void apply(SqliteStore& store, Model& model, const Step& step) {
   switch (kind) {
     case kWrite:
     case kWrite2:
-    case kWrite3: {
+    case kWrite3:
       store.exec("INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)", {int64_t{key}, int64_t{value}});
       model.begin()[key] = value;
       return;
-    }
     case kErase: {
       store.exec("DELETE FROM kv WHERE k = ?", {int64_t{key}});
       model.begin().erase(key);
