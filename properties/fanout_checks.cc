@@ -8,6 +8,7 @@
 
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
+#include "engine/json_text.h"
 #include "model/alarms_model.h"
 #include "model/fanout_model.h"
 #include "properties/event_fields.h"
@@ -24,7 +25,7 @@ constexpr char kExplicitRetryError[] = "Retry";  // the error a consumer's retry
 std::string deliveryOf(const std::string& generation, const std::string& target) { return json::array({generation, target}).dump(); }
 
 // The target of a delivery row id, json([key, target]).
-std::string targetOfRow(const std::string& row) { return json::parse(row).at(1).get<std::string>(); }
+std::string targetOfRow(const std::string& row) { return parseJson(row).at(1).get<std::string>(); }
 
 // A stored value compared as SQLite compares it with an integer or a text parameter in the WHERE
 // clauses the mirror scans stand for: NULL matches nothing; numbers compare by value; text and
@@ -57,7 +58,7 @@ void FanoutChecks::Facts::apply(const CommitNotes& notes) {
   removed.insert(notes.removals.begin(), notes.removals.end());
   for (const Manifest& m : notes.created) live[m.key] = m;
   for (const RowKey& row : notes.removals) {
-    const json id = json::parse(row.first);
+    const json id = parseJson(row.first);
     const auto manifest = live.find(id.at(0).get<std::string>());
     if (manifest == live.end() || manifest->second.generation != row.second) continue;
     manifest->second.open.erase(id.at(1).get<std::string>());
@@ -280,7 +281,7 @@ FanoutChecks::StoredRows::StoredRows()
                                     model::FanoutManifest& m = manifests[r.text("key")];
                                     m.key = r.text("key");
                                     m.id = r.text("id");
-                                    m.targets = json::parse(r.text("targets")).get<std::vector<std::string>>();
+                                    m.targets = parseJson(r.text("targets")).get<std::vector<std::string>>();
                                     m.remaining = r.int64("remaining");
                                     m.seq = r.int64("seq");
                                     m.generation = r.text("generation_id");
@@ -628,7 +629,7 @@ void FanoutChecks::onLoad(const EventFields& e) {
 void FanoutChecks::onMemo(const EventFields& e, bool computed) {
   const std::string mailbox = text(e, "mailbox");
   if (!reader_.hasTable(mailbox, DURASIM_FANOUT_MEMOS)) return;
-  const json identity = json::parse(text(e, "delivery"));
+  const json identity = parseJson(text(e, "delivery"));
   const std::string generation = identity.at(0).get<std::string>(), target = identity.at(1).get<std::string>(), step = text(e, "step");
   const std::map<int64_t, SqlRow>& memos = rowsNow(mailbox, &StoredRows::memos);
   const auto found = std::find_if(memos.begin(), memos.end(), [&](const auto& memo) {
@@ -645,7 +646,7 @@ void FanoutChecks::onMemo(const EventFields& e, bool computed) {
   }
   if (!stored) return;
   // The stored form of a value (conventions.md): {"kind": "value", "value": v}.
-  tallies_.check("FAN-24", json::parse(stored->text("value")).at("value") == e.at("value"), [&] {
+  tallies_.check("FAN-24", parseJson(stored->text("value")).at("value") == e.at("value"), [&] {
     return mailbox + " memoize of " + text(e, "step") + " for " + text(e, "delivery") + " returned " + e.at("value").dump() + ", the memo holds " +
            stored->text("value");
   });
@@ -702,7 +703,7 @@ void FanoutChecks::onReceived(const std::string& mailbox, const std::string& del
 void FanoutChecks::checkIdentity(const std::string& mailbox, const std::string& delivery, const std::string& target) {
   json identity;
   try {
-    identity = json::parse(delivery);
+    identity = parseJson(delivery);
   } catch (const json::exception&) {
   }
   const bool shaped = identity.is_array() && identity.size() == 2 && identity[0].is_string() && identity[1].is_string();

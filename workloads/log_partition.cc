@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/errors.h"
+#include "engine/json_text.h"
 
 namespace durasim::workloads {
 
@@ -308,7 +309,7 @@ Task<std::optional<std::vector<LogRecord>>> LogPartition::readSegment(const std:
   const std::optional<ColdObjectBody> stored = co_await getting;
   if (!stored) co_return std::nullopt;
   std::vector<LogRecord> records;
-  for (const nlohmann::json& r : nlohmann::json::parse(stored->body)) records.push_back(recordFromJson(r));
+  for (const nlohmann::json& r : parseJson(stored->body)) records.push_back(recordFromJson(r));
   co_return records;
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/errors.h"
 #include "engine/fanout_events.h"
+#include "engine/json_text.h"
 #include "workloads/envelope.h"
 
 namespace durasim::workloads {
@@ -133,7 +134,7 @@ Task<nlohmann::json> Mailbox::redrive(int64_t limit) {
   for (const ColdObject& object : listed.objects) {
     const std::optional<ColdObjectBody> got = co_await bucket.get(object.key);
     if (!got) continue;
-    const nlohmann::json entry = nlohmann::json::parse(got->body);
+    const nlohmann::json entry = parseJson(got->body);
     FanoutInput input;
     input.id = entry.at("messageId").get<std::string>();
     input.body = entry.at("body");

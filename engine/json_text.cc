@@ -1,0 +1,159 @@
+// A reader of the subset of JSON the engine stores, and nlohmann::json::parse for the rest; see
+// json_text.h.
+#include "engine/json_text.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace durasim {
+namespace {
+
+using nlohmann::json;
+
+// Reads a whole document of the subset: objects without a repeated key, arrays, strings of
+// printable ASCII without escapes, integers of at most 18 digits without a leading zero (except "0"
+// itself) or "-0", true, false, null, and JSON's four whitespace bytes between them. Stops with false
+// at the first byte outside the subset (`out` then holds a partial value, never used).
+class SubsetReader {
+ public:
+  explicit SubsetReader(std::string_view text) : at_(text.data()), end_(text.data() + text.size()) {}
+
+  bool document(json& out) {
+    skipSpace();
+    if (!value(out, 0)) return false;
+    skipSpace();
+    return at_ == end_;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;      // deeper nesting goes to nlohmann (no recursion limit to mind)
+  static constexpr std::ptrdiff_t kMaxDigits = 18;  // any 18-digit integer fits int64_t and uint64_t
+
+  bool value(json& out, int depth) {
+    if (at_ == end_) return false;
+    switch (*at_) {
+      case '{':
+        return object(out, depth);
+      case '[':
+        return array(out, depth);
+      case '"':
+        out = json::value_t::string;
+        return string(out.get_ref<json::string_t&>());
+      case 't':
+        return literal("true", out, json(true));
+      case 'f':
+        return literal("false", out, json(false));
+      case 'n':
+        return literal("null", out, json(nullptr));
+      default:
+        return integer(out);
+    }
+  }
+
+  bool object(json& out, int depth) {
+    if (depth >= kMaxDepth) return false;
+    ++at_;
+    out = json::value_t::object;
+    json::object_t& members = out.get_ref<json::object_t&>();
+    skipSpace();
+    if (at_ != end_ && *at_ == '}') return ++at_, true;
+    std::string key;
+    for (;;) {
+      if (at_ == end_ || *at_ != '"' || !string(key)) return false;
+      skipSpace();
+      if (at_ == end_ || *at_ != ':') return false;
+      ++at_;
+      skipSpace();
+      // nlohmann keeps the last of a repeated key; the subset has none, so either way is the same.
+      const auto [member, inserted] = members.try_emplace(std::move(key));
+      if (!inserted || !value(member->second, depth + 1)) return false;
+      const After after = next('}');
+      if (after != After::more) return after == After::closed;
+    }
+  }
+
+  bool array(json& out, int depth) {
+    if (depth >= kMaxDepth) return false;
+    ++at_;
+    out = json::value_t::array;
+    json::array_t& items = out.get_ref<json::array_t&>();
+    skipSpace();
+    if (at_ != end_ && *at_ == ']') return ++at_, true;
+    for (;;) {
+      if (!value(items.emplace_back(), depth + 1)) return false;
+      const After after = next(']');
+      if (after != After::more) return after == After::closed;
+    }
+  }
+
+  // After a member or item: `close`, or a comma and the space before the next one.
+  enum class After { closed, more, invalid };
+  After next(char close) {
+    skipSpace();
+    if (at_ == end_) return After::invalid;
+    if (*at_ == close) return ++at_, After::closed;
+    if (*at_ != ',') return After::invalid;
+    ++at_;
+    skipSpace();
+    return After::more;
+  }
+
+  bool string(std::string& out) {
+    const char* const first = at_ + 1;
+    const char* p = first;
+    for (;; ++p) {
+      if (p == end_) return false;
+      const auto c = static_cast<unsigned char>(*p);
+      if (c == '"') break;
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;  // control bytes, UTF-8, escapes
+    }
+    out.assign(first, p);
+    at_ = p + 1;
+    return true;
+  }
+
+  bool integer(json& out) {
+    const char* p = at_;
+    const bool negative = *p == '-';
+    if (negative) ++p;
+    const char* const digits = p;
+    uint64_t magnitude = 0;
+    for (; p != end_ && *p >= '0' && *p <= '9'; ++p) magnitude = magnitude * 10 + static_cast<uint64_t>(*p - '0');
+    const std::ptrdiff_t n = p - digits;
+    if (n == 0 || n > kMaxDigits || (*digits == '0' && n > 1) || (negative && magnitude == 0)) return false;
+    at_ = p;  // a fraction or an exponent next is no delimiter: the caller stops there
+    // As nlohmann's lexer: a minus sign makes number_integer, none number_unsigned.
+    out = negative ? json(-static_cast<int64_t>(magnitude)) : json(magnitude);
+    return true;
+  }
+
+  bool literal(std::string_view word, json& out, json v) {
+    if (static_cast<std::size_t>(end_ - at_) < word.size() || std::string_view(at_, word.size()) != word) return false;
+    at_ += word.size();
+    out = std::move(v);
+    return true;
+  }
+
+  void skipSpace() {
+    while (at_ != end_ && (*at_ == ' ' || *at_ == '\n' || *at_ == '\r' || *at_ == '\t')) ++at_;
+  }
+
+  const char* at_;
+  const char* const end_;
+};
+
+}  // namespace
+
+std::optional<nlohmann::json> parseJsonSubset(std::string_view text) {
+  json out;
+  if (!SubsetReader(text).document(out)) return std::nullopt;
+  return out;
+}
+
+nlohmann::json parseJson(std::string_view text) {
+  if (std::optional<json> value = parseJsonSubset(text)) return std::move(*value);
+  return json::parse(text);
+}
+
+}  // namespace durasim

@@ -1,0 +1,214 @@
+// parseJson (engine/json_text.h) against nlohmann::json::parse, which it must equal on every text:
+// the same value with the same type at every node (a non-negative integer unsigned, a negative one
+// signed), or the same exception. Texts come from random values dumped compactly and indented, from
+// the stored envelopes the engine writes, and from random edits of both (cuts, inserted and replaced
+// bytes), so the subset's boundaries (floats, escapes, UTF-8, leading zeros, 19-digit integers,
+// repeated keys, trailing bytes) are crossed from both sides. deserialize, which reads the stored
+// envelope's value through the same reader, must give what the envelope's "value" gives.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/conventions.h"
+#include "engine/json_text.h"
+
+namespace durasim {
+namespace {
+
+using json = nlohmann::json;
+
+// Equal values of equal types at every node (json's operator== takes 1u and 1 for equal).
+bool same(const json& a, const json& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case json::value_t::array:
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same(a[i], b[i])) return false;
+      return true;
+    case json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      auto x = a.begin();
+      for (auto y = b.begin(); y != b.end(); ++x, ++y)
+        if (x.key() != y.key() || !same(x.value(), y.value())) return false;
+      return true;
+    }
+    default:
+      return a == b;
+  }
+}
+
+struct Outcome {
+  std::optional<json> value;
+  int error_id = 0;
+  std::string error;
+};
+
+template <class Parse>
+Outcome outcome(const std::string& text, Parse parse) {
+  Outcome o;
+  try {
+    o.value = parse(text);
+  } catch (const json::exception& e) {
+    o.error_id = e.id;
+    o.error = e.what();
+  }
+  return o;
+}
+
+// Asserts that parseJson and nlohmann read `text` alike.
+void agrees(const std::string& text) {
+  const Outcome fast = outcome(text, [](const std::string& t) { return parseJson(t); });
+  const Outcome reference = outcome(text, [](const std::string& t) { return json::parse(t); });
+  RC_ASSERT(fast.value.has_value() == reference.value.has_value());
+  if (reference.value) {
+    RC_ASSERT(same(*fast.value, *reference.value));
+  } else {
+    RC_ASSERT(fast.error_id == reference.error_id);
+    RC_ASSERT(fast.error == reference.error);
+  }
+}
+
+void expectAgrees(const std::string& text) {
+  const Outcome fast = outcome(text, [](const std::string& t) { return parseJson(t); });
+  const Outcome reference = outcome(text, [](const std::string& t) { return json::parse(t); });
+  ASSERT_EQ(fast.value.has_value(), reference.value.has_value()) << text;
+  if (reference.value) {
+    EXPECT_TRUE(same(*fast.value, *reference.value)) << text << " read as " << fast.value->dump();
+  } else {
+    EXPECT_EQ(fast.error, reference.error) << text;
+  }
+}
+
+// Strings drawn mostly from the characters stored text holds, sometimes from any byte.
+rc::Gen<std::string> genText() {
+  return rc::gen::oneOf(rc::gen::container<std::string>(rc::gen::elementOf(std::string("abcXYZ019 _-:/.{}[],\"\\\t\x7f"))),
+                        rc::gen::string<std::string>());
+}
+
+// A JSON value of what `gen` gives (rc::gen::construct would brace-initialise: a one-element array).
+template <class T>
+rc::Gen<json> toJson(rc::Gen<T> gen) {
+  return rc::gen::map(std::move(gen), [](T v) { return json(std::move(v)); });
+}
+
+rc::Gen<json> genScalar() {
+  return rc::gen::weightedOneOf<json>({
+      {2, toJson(rc::gen::arbitrary<int64_t>())},
+      {2, toJson(rc::gen::inRange<int64_t>(-1000, 1000))},
+      {1, toJson(rc::gen::arbitrary<uint64_t>())},
+      {1, toJson(rc::gen::elementOf(std::vector<int64_t>{0, 9, 10, 99'999'999'999'999'999, 100'000'000'000'000'000,
+                                                                          999'999'999'999'999'999, 1'000'000'000'000'000'000,
+                                                                          -999'999'999'999'999'999, std::numeric_limits<int64_t>::min(),
+                                                                          std::numeric_limits<int64_t>::max()}))},
+      {1, toJson(rc::gen::arbitrary<double>())},
+      {1, toJson(rc::gen::arbitrary<bool>())},
+      {1, rc::gen::just(json(nullptr))},
+      {3, toJson(genText())},
+  });
+}
+
+rc::Gen<json> genValue(int depth) {
+  if (depth >= 4) return genScalar();
+  const auto inner = rc::gen::lazy([depth] { return genValue(depth + 1); });
+  const auto count = rc::gen::inRange<std::size_t>(0, 6);  // small containers: the nesting multiplies them
+  return rc::gen::weightedOneOf<json>({
+      {6, genScalar()},
+      {2, rc::gen::mapcat(count, [inner](std::size_t n) {
+         return rc::gen::map(rc::gen::container<std::vector<json>>(n, inner), [](std::vector<json> items) { return json(std::move(items)); });
+       })},
+      {2, rc::gen::map(rc::gen::mapcat(count, [inner](std::size_t n) {
+                         return rc::gen::container<std::vector<std::pair<std::string, json>>>(n, rc::gen::pair(genText(), inner));
+                       }),
+                       [](std::vector<std::pair<std::string, json>> members) {
+                         json object = json::object();
+                         for (auto& [key, value] : members) object[key] = std::move(value);
+                         return object;
+                       })},
+  });
+}
+
+// The text of a value as the engine stores it, as nlohmann dumps it compactly, or indented.
+std::string textOf(const json& v, int form) {
+  if (form == 0) {
+    if (const std::optional<std::string> stored = serialize(v)) return *stored;
+  }
+  return v.dump(form == 2 ? 2 : -1, ' ', false, json::error_handler_t::replace);
+}
+
+RC_GTEST_PROP(ParseJson, ReadsTheTextOfAnyValueAsNlohmannDoes, ()) {
+  const json v = *genValue(0);
+  agrees(textOf(v, *rc::gen::inRange(0, 3)));
+}
+
+// `text` after one to three random edits: a byte inserted or replaced, or the text cut short.
+std::string edited(std::string text) {
+  const int edits = *rc::gen::inRange(1, 4);
+  for (int i = 0; i < edits; ++i) {
+    const std::size_t at = *rc::gen::inRange<std::size_t>(0, text.size() + 1);
+    const char byte = *rc::gen::oneOf(rc::gen::elementOf(std::string("0123456789-.eE+\"\\,:[]{} \nabtrufnlvX\x80\xc3")), rc::gen::arbitrary<char>());
+    switch (*rc::gen::inRange(0, 3)) {
+      case 0:
+        text.insert(at, 1, byte);
+        break;
+      case 1:
+        if (at < text.size()) text[at] = byte;
+        break;
+      default:
+        text.resize(at);
+        break;
+    }
+  }
+  return text;
+}
+
+RC_GTEST_PROP(ParseJson, ReadsAnyEditedTextAsNlohmannDoes, ()) { agrees(edited(textOf(*genValue(0), *rc::gen::inRange(0, 3)))); }
+
+// deserialize reads what serialize wrote without building its envelope: it must give what the
+// envelope's "value" gives, for stored texts and for any edit of them.
+RC_GTEST_PROP(ParseJson, DeserializeGivesTheEnvelopesValue, ()) {
+  std::string text = textOf(*genValue(0), 0);
+  if (*rc::gen::arbitrary<bool>()) text = edited(text);
+  const Outcome fast = outcome(text, [](const std::string& t) { return deserialize(t); });
+  const Outcome reference = outcome(text, [](const std::string& t) { return json::parse(t).at("value"); });
+  RC_ASSERT(fast.value.has_value() == reference.value.has_value());
+  if (reference.value) RC_ASSERT(same(*fast.value, *reference.value));
+  else RC_ASSERT(fast.error == reference.error);
+}
+
+TEST(ParseJson, DeserializeReadsTheEnvelopesEdgesAsNlohmannDoes) {
+  for (const char* text : {R"({"kind":"value","value":12})", R"({"kind":"value","value":12])", R"({"kind":"value","value":12}})",
+                           R"({"kind":"value","value":12} )", R"({"kind":"value","value": 12 })", R"({"kind":"value","value":})",
+                           R"({"kind":"value","valuX":12})", R"({"kind":"value","value":1,"x":2})", R"({"kind":"value","value":1.5})",
+                           R"({"kind":"value","value":"a"})", R"({"kind":"value","value":{"a":[1,-2,null]}})", R"({"kind":"value","value")",
+                           R"({"kind":"value"})"}) {
+    const Outcome fast = outcome(text, [](const std::string& t) { return deserialize(t); });
+    const Outcome reference = outcome(text, [](const std::string& t) { return json::parse(t).at("value"); });
+    ASSERT_EQ(fast.value.has_value(), reference.value.has_value()) << text;
+    if (reference.value) EXPECT_TRUE(same(*fast.value, *reference.value)) << text;
+    else EXPECT_EQ(fast.error, reference.error) << text;
+  }
+}
+
+TEST(ParseJson, ReadsTheSubsetsBoundariesAsNlohmannDoes) {
+  for (const char* text :
+       {"0", "-0", "7", "-7", "01", "-01", "00", "999999999999999999", "-999999999999999999", "1000000000000000000", "-1000000000000000000",
+        "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809", "1.5", "1e3", "1E3", "-", "+1", "1 2",
+        "12a", "truex", "true", "false", "null", "nul", "\"\"", "\"a\\\"b\"", "\"\\u00e9\"", "\"\xc3\xa9\"", "\"\x7f\"", "\"tab\there\"", "\"\x01\"",
+        "[]", "[ ]", "[1,]", "[,1]", "[1 , 2 ]", "{}", "{ }", "{\"a\":1,}", "{\"a\":1,\"a\":2}", "{\"b\":1,\"a\":[true,{\"c\":null}]}",
+        "{\"a\" : 1 }", " \n\t\r{\"k\":\"v\"} \n", "{\"k\":\"v\"}x", "", " ", "\xef\xbb\xbf{}", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "{\"kind\":\"value\",\"value\":{\"seq\":12,\"at\":1700000000000}}"})
+    expectAgrees(text);
+  expectAgrees(std::string("\"a\0b\"", 5));
+  expectAgrees(std::string("[1,\0]", 5));
+}
+
+}  // namespace
+}  // namespace durasim
