@@ -14,6 +14,7 @@
 #include "engine/conventions.h"
 #include "engine/event_bus_events.h"
 #include "engine/events.h"
+#include "engine/json_object.h"
 #include "engine/variants.h"
 
 namespace durasim::events {
@@ -72,8 +73,8 @@ const char* outcomeName(int o) {
 }
 
 json statsJson(const StoreStats& a, const StoreStats& b) {
-  return {{"lists", b.lists - a.lists}, {"gets", b.gets - a.gets}, {"counts", b.counts - a.counts}, {"writes", b.writes - a.writes},
-          {"atomics", b.atomics - a.atomics}};
+  return jsonObject({{"lists", b.lists - a.lists}, {"gets", b.gets - a.gets}, {"counts", b.counts - a.counts}, {"writes", b.writes - a.writes},
+                     {"atomics", b.atomics - a.atomics}});
 }
 
 }  // namespace

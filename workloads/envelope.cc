@@ -2,14 +2,17 @@
 #include "workloads/envelope.h"
 
 #include <optional>
+#include <utility>
+
+#include "engine/json_object.h"
 
 namespace durasim::workloads {
 namespace {
 
 nlohmann::json processingJson(const ProcessingLoad& load) {
-  return {{"inFlight", load.inFlight},
-          {"completed", load.completed},
-          {"averageProcessingMs", load.averageProcessingMs ? nlohmann::json(*load.averageProcessingMs) : nlohmann::json()}};
+  return jsonObject({{"inFlight", load.inFlight},
+                     {"completed", load.completed},
+                     {"averageProcessingMs", load.averageProcessingMs ? nlohmann::json(*load.averageProcessingMs) : nlohmann::json()}});
 }
 
 void readProcessing(const nlohmann::json& j, ProcessingLoad& load) {
@@ -24,8 +27,8 @@ void readProcessing(const nlohmann::json& j, ProcessingLoad& load) {
 nlohmann::json toJson(const LoadSnapshot& load) {
   nlohmann::json outbound = processingJson(load.outbound);
   outbound["pendingDeliveries"] = load.outbound.pendingDeliveries;
-  return {{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", processingJson(load.inbound)},
-          {"outbound", outbound}};
+  return jsonObject({{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", processingJson(load.inbound)},
+                     {"outbound", std::move(outbound)}});
 }
 
 LoadSnapshot loadFromJson(const nlohmann::json& j) {
