@@ -3,7 +3,8 @@
 // into the object (about a thousand instructions a member, most of them allocating and dropping the
 // arrays); jsonObject puts each member in place. jsonObject({{"a", 1}, {"b", x}}) is the object that
 // nlohmann::json({{"a", 1}, {"b", x}}) builds: the same members with the same values (of the same
-// types), the first of a repeated key kept.
+// types), the first of a repeated key kept, so it replaces such an initializer list one for one.
+// (JsonFields in engine/runtime.h builds an object by chained add() calls, a later key replacing.)
 #pragma once
 
 #include <initializer_list>
