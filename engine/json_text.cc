@@ -52,12 +52,10 @@ class SubsetReader {
   }
 
   bool object(json& out, int depth) {
-    if (depth >= kMaxDepth) return false;
-    ++at_;
-    out = json::value_t::object;
+    bool empty = false;
+    if (!open(out, json::value_t::object, '}', depth, empty)) return false;
+    if (empty) return true;
     json::object_t& members = out.get_ref<json::object_t&>();
-    skipSpace();
-    if (at_ != end_ && *at_ == '}') return ++at_, true;
     std::string key;
     for (;;) {
       if (at_ == end_ || *at_ != '"' || !string(key)) return false;
@@ -74,17 +72,27 @@ class SubsetReader {
   }
 
   bool array(json& out, int depth) {
-    if (depth >= kMaxDepth) return false;
-    ++at_;
-    out = json::value_t::array;
+    bool empty = false;
+    if (!open(out, json::value_t::array, ']', depth, empty)) return false;
+    if (empty) return true;
     json::array_t& items = out.get_ref<json::array_t&>();
-    skipSpace();
-    if (at_ != end_ && *at_ == ']') return ++at_, true;
     for (;;) {
       if (!value(items.emplace_back(), depth + 1)) return false;
       const After after = next(']');
       if (after != After::more) return after == After::closed;
     }
+  }
+
+  // Steps into a container (`out` becomes an empty one of `type`) and the space after its opening
+  // byte; `empty` when `close` comes next, and then past it. False when nested too deep.
+  bool open(json& out, json::value_t type, char close, int depth, bool& empty) {
+    if (depth >= kMaxDepth) return false;
+    ++at_;
+    out = type;
+    skipSpace();
+    empty = at_ != end_ && *at_ == close;
+    if (empty) ++at_;
+    return true;
   }
 
   // After a member or item: `close`, or a comma and the space before the next one.
