@@ -72,7 +72,9 @@ uint32_t HappensBefore::intern(std::string_view s) {
 }
 
 HappensBefore::Node HappensBefore::add(uint64_t index, int64_t t, std::string_view ev, std::string_view who) {
-  nodes_.push_back(NodeInfo{index, t, intern(ev), intern(who)});
+  // Events of one object or client come in runs: the last one's name is compared before hashing.
+  if (lastWho_ == kNoName || names_[lastWho_] != who) lastWho_ = intern(who);
+  nodes_.push_back(NodeInfo{index, t, intern(ev), lastWho_});
   return static_cast<Node>(nodes_.size() - 1);
 }
 

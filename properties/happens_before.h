@@ -126,6 +126,7 @@ class HappensBefore {
     std::size_t size_ = 0;
   };
   uint32_t intern(std::string_view s);
+  static constexpr uint32_t kNoName = UINT32_MAX;
 
   Chunked<NodeInfo> nodes_;
   Chunked<EdgeInfo> edges_;
@@ -135,6 +136,7 @@ class HappensBefore {
   };
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> nameIds_;
+  uint32_t lastWho_ = kNoName;  // the name of the last node's object or client
 };
 
 // Builds a HappensBefore graph from trace events (docs/log-trace-events.md, docs/outbox-trace-events.md,
@@ -220,6 +222,7 @@ class HistoryGraph {
   HappensBefore graph_;
   uint64_t next_index_ = 0;
   std::map<std::string, Object, std::less<>> objects_;
+  Object* lastObject_ = nullptr;  // the one object() returned last
   std::unordered_map<uint64_t, Call> calls_;
   std::unordered_map<std::string, Node> clients_;  // client chain -> its last node
   std::unordered_map<std::string, Node> keySource_;                     // keyed write -> its source (its commit, once committed)

@@ -56,10 +56,11 @@ void grow(Vec& v, std::size_t n) {
 HistoryGraph::HistoryGraph(Options options, sim::Tallies* tallies) : options_(std::move(options)), tallies_(tallies) {}
 
 HistoryGraph::Object& HistoryGraph::object(const std::string& label) {
-  const auto found = objects_.find(label);
-  if (found != objects_.end()) return found->second;
+  // Events of one object come in runs; the map's nodes stay where they are (none is erased).
+  if (lastObject_ && lastObject_->label == label) return *lastObject_;
   Object& o = objects_[label];
-  o.label = label;
+  if (o.label.empty()) o.label = label;
+  lastObject_ = &o;
   return o;
 }
 
