@@ -60,7 +60,7 @@ std::string AlarmChecks::invariant_for(std::string_view ev) const {
   return "ALM-13";
 }
 
-AlarmChecks::Key AlarmChecks::key(const EventFields& event) const { return {label(event), num(event, "incarnation")}; }
+AlarmChecks::IncarnationState& AlarmChecks::incarnation(const EventFields& e) { return incarnations_.at(label(e), num(e, "incarnation")); }
 
 void AlarmChecks::observe(std::string_view ev, const EventFields& e) {
   if (!mine(e)) return;
@@ -91,7 +91,7 @@ void AlarmChecks::observe(std::string_view ev, const EventFields& e) {
 }
 
 void AlarmChecks::dispatch(std::string_view ev, const EventFields& e, const std::map<std::string, RowState>& rows) {
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {
     std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
@@ -202,7 +202,7 @@ void AlarmChecks::dispatch(std::string_view ev, const EventFields& e, const std:
 
 void AlarmChecks::onCommit(const EventFields& e) {
   const std::string object = label(e);
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   std::vector<Reconcile>& reconciles = inc.commits.notes().reconciles;
   if (!reconciles.empty()) checkWindow(object, reconciles.back(), optInt(e.at("alarm")));
   stampCommitTime(reconciles, num(e, "t"));
@@ -232,13 +232,13 @@ void AlarmChecks::notesDurable(const std::string& object, IncarnationState& inc,
 
 // The incarnation ended with unconfirmed commits: the first `kept` of them are durable.
 void AlarmChecks::onDurability(const EventFields& e) {
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   const auto kept = static_cast<std::size_t>(std::max<int64_t>(num(e, "kept"), 0));
   inc.commits.decide(kept, [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); }, [](const auto&) {});
 }
 
 void AlarmChecks::onConfirm(const EventFields& e) {
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   inc.commits.confirm(e.at("commit").get<uint64_t>(), [&](const auto& txn) { notesDurable(label(e), inc, txn.notes); });
 }
 
@@ -362,12 +362,12 @@ void AlarmChecks::onReconcile(const EventFields& e) {
     tallies_.check("SCH-03", *r.written >= r.now + r.minDelay, [&] {
       return label(e) + " reconcile wrote alarm " + str(r.written) + " before now + alarmMinDelayMs = " + str(r.now + r.minDelay);
     });
-  incarnations_[key(e)].commits.notes().reconciles.push_back(r);
+  incarnation(e).commits.notes().reconciles.push_back(r);
 }
 
 // SCH-05: only a reconcile whose commit is durable may arm the early timer.
 void AlarmChecks::onReconcileDurable(const EventFields& e) {
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   const int64_t at = num(e, "reconciled_at");
   const std::optional<int64_t> next = optInt(e.at("next"));
   auto it = std::find_if(inc.confirmedReconciles.begin(), inc.confirmedReconciles.end(),
@@ -383,7 +383,7 @@ void AlarmChecks::onReconcileDurable(const EventFields& e) {
 }
 
 void AlarmChecks::onPermit(const EventFields& e) {
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   const std::string op = text(e, "op");
   const int64_t permit = num(e, "permit");
   if (op == "acquire") {
@@ -427,7 +427,7 @@ void AlarmChecks::onClaim(const EventFields& e) {
                  [&] { return object + " claimed " + occurrence.first + " after its generation failed"; });
   tallies_.check("ALM-11", !obj.cancelledAt.count(occurrence.first) || obj.cancelledAt[occurrence.first] != occurrence,
                  [&] { return object + " claimed a cancelled generation of " + occurrence.first; });
-  incarnations_[key(e)].commits.notes().claims.emplace_back(occurrence, attempt);
+  incarnation(e).commits.notes().claims.emplace_back(occurrence, attempt);
 }
 
 // ALM-01 counts what the application's handler actually ran, not what the engine says it invoked.
@@ -443,7 +443,7 @@ void AlarmChecks::onHandlerRan(const EventFields& e) {
 void AlarmChecks::onInvoke(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
-  IncarnationState& inc = incarnations_[key(e)];
+  IncarnationState& inc = incarnation(e);
   const std::string name = text(e, "name");
   const Occurrence occurrence{name, text(e, "generation")};
   const int64_t attempt = num(e, "attempt");
@@ -545,7 +545,7 @@ void AlarmChecks::onPurgeBegin(const EventFields& e) {
 void AlarmChecks::onPurgeWrite(const EventFields& e) {
   const std::string object = label(e);
   const int64_t before = num(e, "before");
-  incarnations_[key(e)].commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
+  incarnation(e).commits.notes().endings.push_back(EndingWrite{true, "", before, objects_[object].purgeBeginSeq[before]});
   auto it = purgeExpected_.find({object, num(e, "incarnation"), before});
   if (it == purgeExpected_.end()) return;
   const int64_t older = reader_(object, "SELECT count(*) AS n FROM " DURASIM_ALARMS " WHERE created_at < ?", {before}).one().int64("n");

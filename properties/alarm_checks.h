@@ -63,7 +63,6 @@ class AlarmChecks final : public ObjectChecker {
   static constexpr int64_t kClockOffsetMs = 500;         // clock.incarnation_offset (arbitrary profile)
 
  private:
-  using Key = std::pair<std::string, int64_t>;             // object label, incarnation
   using Occurrence = std::pair<std::string, std::string>;  // name, generation
 
   struct Reconcile {
@@ -148,7 +147,7 @@ class AlarmChecks final : public ObjectChecker {
   void onHandlerRan(const EventFields& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
   std::string invariant_for(std::string_view ev) const override;
-  Key key(const EventFields& event) const;
+  IncarnationState& incarnation(const EventFields& e);
 
   void onCommit(const EventFields& e);
   void onDurability(const EventFields& e);
@@ -210,7 +209,7 @@ class AlarmChecks final : public ObjectChecker {
   StoreReader reader_;
   AlarmPolicyView policy_;
   std::map<std::pair<std::string, std::size_t>, PendingTimes> pendingTimes_;  // (object, participant)
-  std::map<Key, IncarnationState> incarnations_;
+  IncarnationStates<IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, StoredRows> stored_;
   // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.

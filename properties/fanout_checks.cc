@@ -83,7 +83,7 @@ std::string FanoutChecks::invariant_for(std::string_view ev) const {
   return "FAN-02";
 }
 
-FanoutChecks::IncarnationState& FanoutChecks::incarnation(const EventFields& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
+FanoutChecks::IncarnationState& FanoutChecks::incarnation(const EventFields& e) { return incarnations_.at(label(e), num(e, "incarnation")); }
 
 // Asked by most handlers: answered once per event (tables change only between events).
 bool FanoutChecks::hasTables(const std::string& object) const {

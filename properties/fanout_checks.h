@@ -209,7 +209,7 @@ class FanoutChecks final : public ObjectChecker {
   std::optional<bool> dlq_, ackOnReturn_;
   std::optional<int64_t> maxBatchSize_, batchDelayMs_, attemptTimeoutMs_;
   std::optional<int64_t> healedAt_;
-  std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
+  IncarnationStates<IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, StoredRows> stored_;
   mutable std::map<std::string, std::pair<uint64_t, bool>, std::less<>> hasTables_;  // object -> (event asked at, answer)

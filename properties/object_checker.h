@@ -4,8 +4,11 @@
 // silently.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +24,33 @@ bool of_class(std::string_view label, std::string_view className);
 // several applications states one config per class, each naming it in "class"; a config without
 // "class" (a workload of one application) states every class's.
 bool config_of_class(const EventFields& config, std::string_view className);
+
+// The state a checker keeps per object incarnation, keyed by (object label, incarnation number).
+// An event's entry is found again without building its key when it is the one found last (the
+// events of one incarnation come in runs); entries are never erased, so that one stays in place.
+template <class State>
+class IncarnationStates {
+ public:
+  IncarnationStates() = default;
+  // A copy finds its own entries (the entry found last is the source's).
+  IncarnationStates(const IncarnationStates& other) : states_(other.states_) {}
+  IncarnationStates& operator=(const IncarnationStates& other) {
+    states_ = other.states_;
+    last_ = nullptr;
+    return *this;
+  }
+
+  State& at(const std::string& label, int64_t incarnation) {
+    if (last_ == nullptr || last_->first.second != incarnation || last_->first.first != label)
+      last_ = &*states_.try_emplace(std::make_pair(label, incarnation)).first;
+    return last_->second;
+  }
+
+ private:
+  using Map = std::map<std::pair<std::string, int64_t>, State>;
+  Map states_;
+  typename Map::value_type* last_ = nullptr;
+};
 
 class ObjectChecker : public sim::TraceSink {
  public:

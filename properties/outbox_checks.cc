@@ -110,7 +110,7 @@ std::string OutboxChecks::invariant_for(std::string_view ev) const {
   return "OBX-03";
 }
 
-OutboxChecks::IncarnationState& OutboxChecks::incarnation(const EventFields& e) { return incarnations_[{label(e), num(e, "incarnation")}]; }
+OutboxChecks::IncarnationState& OutboxChecks::incarnation(const EventFields& e) { return incarnations_.at(label(e), num(e, "incarnation")); }
 
 bool OutboxChecks::hasTables(const std::string& object) const {
   return reader_.hasTable(object, DURASIM_OUTBOX) && reader_.hasTable(object, DURASIM_OUTBOX_SEQ);

@@ -177,7 +177,7 @@ class OutboxChecks final : public ObjectChecker {
   std::string retryKind_ = "default";
   int64_t retryDelayMs_ = 0, alarmMinDelayMs_ = 0;
   std::optional<int64_t> healedAt_;
-  std::map<std::pair<std::string, int64_t>, IncarnationState> incarnations_;
+  IncarnationStates<IncarnationState> incarnations_;
   std::map<std::string, ObjectState> objects_;
   std::map<std::string, SinkState> sinks_;
   // OBX-14 on the happens-before graph of the accounts and the sink: every version a sink writes
