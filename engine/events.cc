@@ -10,7 +10,6 @@
 #include "engine/buggify.h"
 #include "engine/conventions.h"
 #include "engine/event_bus_events.h"
-#include "engine/json_object.h"
 #include "engine/variants.h"
 
 namespace durasim::events {
@@ -38,7 +37,7 @@ Task<void> yieldIf(EventsContext& ctx, std::string_view site) {
 }
 
 json readsOf(const StoreStats& before, const StoreStats& after) {
-  return jsonObject({{"lists", after.lists - before.lists}, {"gets", after.gets - before.gets}});
+  return JsonFields().add("lists", after.lists - before.lists).add("gets", after.gets - before.gets);
 }
 
 }  // namespace
@@ -121,14 +120,15 @@ std::string validatedEmit(EventsContext& ctx, std::string_view topic, const json
 
 json writeProbe(std::string_view topic, const std::string& id, const AppendResult& appended, const json& payload, std::optional<int64_t> ts,
                 std::optional<int64_t> depth, const EmitOptions& opts) {
-  return jsonObject({{"topic", topic},
-                     {"id", id},
-                     {"seq", appended.seq},
-                     {"inserted", appended.inserted},
-                     {"payload", appended.inserted ? json(*serialize(payload)) : json()},
-                     {"ts", ts ? json(*ts) : json()},
-                     {"depth", depth ? json(*depth) : json()},
-                     {"maxDepth", opts.maxDepth ? json(*opts.maxDepth) : json()}});
+  return JsonFields()
+      .add("topic", topic)
+      .add("id", id)
+      .add("seq", appended.seq)
+      .add("inserted", appended.inserted)
+      .add("payload", appended.inserted ? json(*serialize(payload)) : json())
+      .add("ts", ts ? json(*ts) : json())
+      .add("depth", depth ? json(*depth) : json())
+      .add("maxDepth", opts.maxDepth ? json(*opts.maxDepth) : json());
 }
 
 // events.md 5 step 3, in the unit `txn`: the existing record, or the depth check and the append.

@@ -14,7 +14,6 @@
 #include "engine/conventions.h"
 #include "engine/event_bus_events.h"
 #include "engine/events.h"
-#include "engine/json_object.h"
 #include "engine/variants.h"
 
 namespace durasim::events {
@@ -73,8 +72,12 @@ const char* outcomeName(int o) {
 }
 
 json statsJson(const StoreStats& a, const StoreStats& b) {
-  return jsonObject({{"lists", b.lists - a.lists}, {"gets", b.gets - a.gets}, {"counts", b.counts - a.counts}, {"writes", b.writes - a.writes},
-                     {"atomics", b.atomics - a.atomics}});
+  return JsonFields()
+      .add("lists", b.lists - a.lists)
+      .add("gets", b.gets - a.gets)
+      .add("counts", b.counts - a.counts)
+      .add("writes", b.writes - a.writes)
+      .add("atomics", b.atomics - a.atomics);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include "engine/conventions.h"
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
-#include "engine/json_object.h"
 #include "engine/variants.h"
 
 namespace durasim {
@@ -93,7 +92,7 @@ Task<void> failed(std::exception_ptr error) {
 }
 
 json errorJson(const std::optional<ErrorInfo>& error) {
-  return error ? jsonObject({{"name", error->name}, {"message", error->message}}) : json();
+  return error ? JsonFields().add("name", error->name).add("message", error->message) : json();
 }
 
 }  // namespace
@@ -124,7 +123,7 @@ struct DurabilityFanout::Row {
     row.deadLetteredAt = r.optInt64("dead_lettered_at");
     return row;
   }
-  json brief() const { return jsonObject({{"row", id}, {"generation", generation}, {"attempt", attempt}}); }
+  json brief() const { return JsonFields().add("row", id).add("generation", generation).add("attempt", attempt); }
 };
 
 // A target's pass in this instance (fanout.md 4.1): awaited by every runDue that finds it running.
@@ -219,11 +218,12 @@ DurabilityFanout::DurabilityFanout(DurabilityScheduler& scheduler, FanoutOptions
   json targets = json::array();
   for (const auto& [id, target] : options_.targets) {
     const RetryPolicy policy = policyFor(id).retry;
-    targets.push_back(jsonObject({{"id", id},
-                                  {"kind", target.deliver ? "consumer" : "storage"},
-                                  {"ackOnReturn", target.ackOnReturn},
-                                  {"maxAttempts", policy.maxAttempts},
-                                  {"attemptTimeoutMs", policy.attemptTimeoutMs}}));
+    targets.push_back(JsonFields()
+        .add("id", id)
+        .add("kind", target.deliver ? "consumer" : "storage")
+        .add("ackOnReturn", target.ackOnReturn)
+        .add("maxAttempts", policy.maxAttempts)
+        .add("attemptTimeoutMs", policy.attemptTimeoutMs));
   }
   ctx_.probe(fanout_events::kOptions, {{"targets", targets},
                                        {"dlq", static_cast<bool>(options_.dlq)},
@@ -312,7 +312,7 @@ Task<EnqueueResult<std::vector<std::string>>> DurabilityFanout::enqueue(std::vec
         for (std::size_t i = 0; i < messages.size(); ++i) {
           std::optional<SqlRow> manifest =
               txn.sql.exec("SELECT id, payload, targets FROM " DURASIM_FANOUT_MESSAGES " WHERE key = ?", keys[i]).next();
-          json entry = jsonObject({{"key", keys[i]}, {"id", ids[i]}, {"payload", payloads[i]}, {"targets", targets}});
+          json entry = JsonFields().add("key", keys[i]).add("id", ids[i]).add("payload", payloads[i]).add("targets", targets);
           if (manifest) {
             if (manifest->text("id") != ids[i] || manifest->text("payload") != payloads[i] || manifest->text("targets") != targetsJson)
               throw FanoutEnqueueError("Deduplication key " + inQuotes(keys[i]) + " already identifies different work");
@@ -445,7 +445,12 @@ Task<void> DurabilityFanout::runTarget(std::string target) {
     due.push_back(Row::of(r));
   json listed = json::array();
   for (const Row& row : due)
-    listed.push_back(jsonObject({{"row", row.id}, {"generation", row.generation}, {"attempt", row.attempt}, {"seq", row.seq}, {"phase", row.phase}}));
+    listed.push_back(JsonFields()
+        .add("row", row.id)
+        .add("generation", row.generation)
+        .add("attempt", row.attempt)
+        .add("seq", row.seq)
+        .add("phase", row.phase));
   ctx_.probe(fanout_events::kDue, {{"target", target}, {"now", now}, {"rows", std::move(listed)}});
   if (due.empty()) co_return;
 
@@ -585,7 +590,7 @@ Task<void> DurabilityFanout::deliverBatch(std::string target, std::vector<Row> c
   json handed = json::array();
   for (const Row& claim : claims) {
     messages.push_back(messageOf(claim));
-    handed.push_back(jsonObject({{"row", claim.id}, {"delivery", messages.back().deliveryId}, {"attempt", claim.attempt}}));
+    handed.push_back(JsonFields().add("row", claim.id).add("delivery", messages.back().deliveryId).add("attempt", claim.attempt));
   }
   ctx_.probe(fanout_events::kDeliver, {{"target", target}, {"deliveries", std::move(handed)}});
   for (const Row& claim : claims) emit(deliveryEvent(LifecycleType::attempt_started, claim));

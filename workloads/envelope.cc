@@ -4,15 +4,15 @@
 #include <optional>
 #include <utility>
 
-#include "engine/json_object.h"
 
 namespace durasim::workloads {
 namespace {
 
 nlohmann::json processingJson(const ProcessingLoad& load) {
-  return jsonObject({{"inFlight", load.inFlight},
-                     {"completed", load.completed},
-                     {"averageProcessingMs", load.averageProcessingMs ? nlohmann::json(*load.averageProcessingMs) : nlohmann::json()}});
+  return JsonFields()
+      .add("inFlight", load.inFlight)
+      .add("completed", load.completed)
+      .add("averageProcessingMs", load.averageProcessingMs ? nlohmann::json(*load.averageProcessingMs) : nlohmann::json());
 }
 
 void readProcessing(const nlohmann::json& j, ProcessingLoad& load) {
@@ -27,8 +27,11 @@ void readProcessing(const nlohmann::json& j, ProcessingLoad& load) {
 nlohmann::json toJson(const LoadSnapshot& load) {
   nlohmann::json outbound = processingJson(load.outbound);
   outbound["pendingDeliveries"] = load.outbound.pendingDeliveries;
-  return jsonObject({{"observedAt", load.observedAt}, {"windowMs", load.windowMs}, {"inbound", processingJson(load.inbound)},
-                     {"outbound", std::move(outbound)}});
+  return JsonFields()
+      .add("observedAt", load.observedAt)
+      .add("windowMs", load.windowMs)
+      .add("inbound", processingJson(load.inbound))
+      .add("outbound", std::move(outbound));
 }
 
 LoadSnapshot loadFromJson(const nlohmann::json& j) {

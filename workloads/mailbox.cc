@@ -6,7 +6,6 @@
 
 #include "engine/errors.h"
 #include "engine/fanout_events.h"
-#include "engine/json_object.h"
 #include "engine/json_text.h"
 #include "workloads/envelope.h"
 
@@ -17,16 +16,19 @@ constexpr int64_t kHangMinMs = 1'000, kHangMaxMs = 60'000;  // workload.handler_
 constexpr char kRouteStep[] = "route";
 
 nlohmann::json storedJson(const StoredMessage& m) {
-  nlohmann::json j = jsonObject({{"id", m.id},
-                                 {"messageId", m.messageId},
-                                 {"target", m.target},
-                                 {"body", m.body},
-                                 {"enqueuedAt", m.enqueuedAt},
-                                 {"storedAt", m.storedAt},
-                                 {"attempts", m.attempts}});
+  nlohmann::json j = JsonFields()
+      .add("id", m.id)
+      .add("messageId", m.messageId)
+      .add("target", m.target)
+      .add("body", m.body)
+      .add("enqueuedAt", m.enqueuedAt)
+      .add("storedAt", m.storedAt)
+      .add("attempts", m.attempts);
   if (m.failure) {
-    j["failure"] = jsonObject({{"reason", m.failure->reason}});
-    if (m.failure->error) j["failure"]["error"] = jsonObject({{"name", m.failure->error->name}, {"message", m.failure->error->message}});
+    j["failure"] = JsonFields().add("reason", m.failure->reason);
+    if (m.failure->error) j["failure"]["error"] = JsonFields()
+        .add("name", m.failure->error->name)
+        .add("message", m.failure->error->message);
   }
   return j;
 }
@@ -173,11 +175,20 @@ Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
   for (const FanoutMessage& m : messages) {
     Task<nlohmann::json> routing = routeToken(m);
     const nlohmann::json token = co_await routing;
-    batch.push_back(jsonObject({{"deliveryId", m.deliveryId}, {"id", m.id}, {"attempt", m.attempt}, {"token", token}, {"body", m.body}}));
+    batch.push_back(JsonFields()
+        .add("deliveryId", m.deliveryId)
+        .add("id", m.id)
+        .add("attempt", m.attempt)
+        .add("token", token)
+        .add("body", m.body));
   }
   Stub consumer = ctx_.objects(config_.consumerClass).get(config_.consumerName);
   Task<nlohmann::json> calling =
-      consumer.call("consume", jsonObject({{"mailbox", label()}, {"target", kConsumerTarget}, {"deadline", deadline}, {"messages", std::move(batch)}}));
+      consumer.call("consume", JsonFields()
+          .add("mailbox", label())
+          .add("target", kConsumerTarget)
+          .add("deadline", deadline)
+          .add("messages", std::move(batch)));
   const nlohmann::json decisions = co_await calling;
   if (decisions.contains("error")) throw std::runtime_error("consumer failed: " + decisions.at("error").dump());
   for (std::size_t i = 0; i < messages.size(); ++i) {
@@ -190,7 +201,7 @@ Task<void> Mailbox::deliver(std::vector<FanoutMessage> messages) {
 // then read back from the memo.
 Task<nlohmann::json> Mailbox::routeToken(FanoutMessage message) {
   const nlohmann::json identity =
-      jsonObject({{"mailbox", label()}, {"delivery", message.deliveryId}, {"attempt", message.attempt}, {"step", kRouteStep}});
+      JsonFields().add("mailbox", label()).add("delivery", message.deliveryId).add("attempt", message.attempt).add("step", kRouteStep);
   Task<nlohmann::json> memoizing = message.memoize(kRouteStep, [this, identity]() -> Task<nlohmann::json> {
     nlohmann::json computed = identity;
     computed["value"] = static_cast<int64_t>(ctx_.random.random() * 1e9);
@@ -224,13 +235,14 @@ Task<void> Mailbox::settle(FanoutMessage message, nlohmann::json decision, int64
     } catch (const DurabilityError&) {
       error = std::current_exception();  // a refused settlement: FanoutSettlementError or RangeError
     }
-    nlohmann::json reported = jsonObject({{"mailbox", label()},
-                                          {"delivery", message.deliveryId},
-                                          {"attempt", message.attempt},
-                                          {"action", action},
-                                          {"second", call == 1},
-                                          {"sinceHandedOut", sinceHandedOut},
-                                          {"result", resultOf(error)}});
+    nlohmann::json reported = JsonFields()
+        .add("mailbox", label())
+        .add("delivery", message.deliveryId)
+        .add("attempt", message.attempt)
+        .add("action", action)
+        .add("second", call == 1)
+        .add("sinceHandedOut", sinceHandedOut)
+        .add("result", resultOf(error));
     if (action == "retry") reported["delayMs"] = decision.at("delayMs");
     ctx_.probe(fanout_events::kAppSettle, std::move(reported));
   }
@@ -243,13 +255,14 @@ Task<void> Mailbox::store(const char* bucket, StoredMessage message) {
   const std::string key = storedKey(label(), message.id);
   Task<std::optional<ColdObject>> putting = ctx_.bucket(bucket).put(key, storedJson(message).dump(), options);
   const std::optional<ColdObject> created = co_await putting;
-  nlohmann::json reported = jsonObject({{"mailbox", label()},
-                                        {"bucket", bucket},
-                                        {"key", key},
-                                        {"delivery", message.id},
-                                        {"target", message.target},
-                                        {"created", created.has_value()},
-                                        {"attempts", message.attempts}});
+  nlohmann::json reported = JsonFields()
+      .add("mailbox", label())
+      .add("bucket", bucket)
+      .add("key", key)
+      .add("delivery", message.id)
+      .add("target", message.target)
+      .add("created", created.has_value())
+      .add("attempts", message.attempts);
   if (message.failure) reported["reason"] = message.failure->reason;
   ctx_.probe(fanout_events::kAppStored, std::move(reported));
 }
