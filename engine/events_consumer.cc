@@ -732,8 +732,9 @@ void Consumer::stop() {
 Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
   Consumer& c = *self;
   const bool doubleChain = c.ctx_.flags.pollLoopDoubleChain;
-  const EventFields who = {{"topic", c.topic_}, {"consumer", c.options_.name}, {"generation", generation}};
-  auto ended = [&] { c.ctx_.probe(ev::kLoopEnd, who); };
+  // Each probe's fields built in place (a copy of shared fields would cost more than the list).
+  const auto who = [&] { return EventFields{{"topic", c.topic_}, {"consumer", c.options_.name}, {"generation", generation}}; };
+  auto ended = [&] { c.ctx_.probe(ev::kLoopEnd, who()); };
   int64_t gap = c.interval_;
   while (true) {
     Task<void> sleeping = c.ctx_.clock.sleepFor(gap);
@@ -743,7 +744,7 @@ Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
       co_return;
     }
     if (c.ticking_) {
-      c.ctx_.probe(ev::kTickSkipped, who);
+      c.ctx_.probe(ev::kTickSkipped, who());
       if (doubleChain) {
         ended();
         co_return;
@@ -751,9 +752,7 @@ Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
       gap = c.options_.pollMs;
       continue;
     }
-    EventFields begin = who;
-    begin["gap"] = gap;
-    c.ctx_.probe(ev::kTickBegin, begin);
+    c.ctx_.probe(ev::kTickBegin, {{"topic", c.topic_}, {"consumer", c.options_.name}, {"generation", generation}, {"gap", gap}});
     c.ticking_ = true;
     int64_t delivered = 0;
     std::optional<std::string> failed;
@@ -777,11 +776,12 @@ Task<void> Consumer::loop(std::shared_ptr<Consumer> self, int64_t generation) {
     c.interval_ = (!c.options_.backoff || progressed) ? c.options_.pollMs : std::min(c.interval_ * 2, c.maxPollMs_);
     if (c.interval_ < 1) c.interval_ = 1;
     gap = c.interval_;
-    EventFields end = who;
-    end["delivered"] = delivered;
-    end["failed"] = failed ? json(*failed) : json();
-    end["next"] = gap;
-    c.ctx_.probe(ev::kTickEnd, end);
+    c.ctx_.probe(ev::kTickEnd, {{"topic", c.topic_},
+                                {"consumer", c.options_.name},
+                                {"generation", generation},
+                                {"delivered", delivered},
+                                {"failed", failed ? json(*failed) : json()},
+                                {"next", gap}});
   }
 }
 

@@ -12,6 +12,7 @@
 #include "engine/conventions.h"
 #include "engine/fanout_events.h"
 #include "engine/fanout_schema.h"
+#include "engine/json_text.h"
 #include "engine/variants.h"
 
 namespace durasim {
@@ -240,12 +241,10 @@ MigrationResult DurabilityFanout::migrate(ObjectStorage& storage, MigrationTarge
 }
 
 std::string DurabilityFanout::deliveryId(const std::string& generation, const std::string& target) {
-  return json::array({generation, target}).dump();
+  return jsonStringArray({generation, target});
 }
 
-std::string DurabilityFanout::rowId(const std::string& key, const std::string& target) {
-  return json::array({key, target}).dump();
-}
+std::string DurabilityFanout::rowId(const std::string& key, const std::string& target) { return jsonStringArray({key, target}); }
 
 // ---------------------------------------------------------------------------------------------
 // Enqueue (fanout.md 3)

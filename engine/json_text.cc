@@ -164,4 +164,32 @@ nlohmann::json parseJson(std::string_view text) {
   return json::parse(text);
 }
 
+std::string jsonStringArray(std::initializer_list<std::string_view> items) {
+  const auto verbatim = [](std::string_view s) {
+    for (const char c : s)
+      if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return false;
+    return true;
+  };
+  std::size_t size = 2;
+  for (const std::string_view item : items) {
+    if (!verbatim(item)) {
+      json array = json::array();
+      for (const std::string_view each : items) array.push_back(std::string(each));
+      return array.dump();
+    }
+    size += item.size() + 3;
+  }
+  std::string text;
+  text.reserve(size);
+  text += '[';
+  for (const std::string_view item : items) {
+    if (text.size() > 1) text += ',';
+    text += '"';
+    text += item;
+    text += '"';
+  }
+  text += ']';
+  return text;
+}
+
 }  // namespace durasim

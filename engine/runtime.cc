@@ -124,7 +124,12 @@ std::optional<std::string> SqlRow::optText(std::string_view column) const {
 SqlRow SqlCursor::one() {
   if (rows_.size() - position_ != 1)
     throw SqlError("expected exactly one row, got " + std::to_string(rows_.size() - position_));
-  return rows_[position_++];
+  return std::move(rows_[position_++]);
+}
+
+const std::vector<std::string>& SqlCursor::columnNames() const {
+  static const std::vector<std::string> kNone;
+  return columns_ ? *columns_ : kNone;
 }
 
 }  // namespace durasim

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -225,28 +226,36 @@ class SqlRow {
 };
 
 // The rows of one statement, materialised when exec returned (its writes had already taken effect).
+// Each row is handed out once: next, one and toVector move the rows they return out of the cursor.
 class SqlCursor {
  public:
   SqlCursor() = default;
-  SqlCursor(std::vector<std::string> columns, std::vector<SqlRow> rows, int64_t rowsRead, int64_t rowsWritten)
+  // `columns`: the names, shared with the rows and the statement that produced them (may be null:
+  // none).
+  SqlCursor(std::shared_ptr<const std::vector<std::string>> columns, std::vector<SqlRow> rows, int64_t rowsRead, int64_t rowsWritten)
       : columns_(std::move(columns)), rows_(std::move(rows)), rowsRead_(rowsRead), rowsWritten_(rowsWritten) {}
 
   std::optional<SqlRow> next() {
     if (position_ >= rows_.size()) return std::nullopt;
-    return rows_[position_++];
+    return std::move(rows_[position_++]);
   }
   std::vector<SqlRow> toVector() {
-    std::vector<SqlRow> rest(rows_.begin() + static_cast<std::ptrdiff_t>(position_), rows_.end());
+    if (position_ == 0) {
+      position_ = rows_.size();
+      return std::move(rows_);
+    }
+    std::vector<SqlRow> rest(std::make_move_iterator(rows_.begin() + static_cast<std::ptrdiff_t>(position_)),
+                             std::make_move_iterator(rows_.end()));
     position_ = rows_.size();
     return rest;
   }
   SqlRow one();  // throws SqlError unless exactly one row remains
-  const std::vector<std::string>& columnNames() const { return columns_; }
+  const std::vector<std::string>& columnNames() const;
   int64_t rowsRead() const { return rowsRead_; }
   int64_t rowsWritten() const { return rowsWritten_; }
 
  private:
-  std::vector<std::string> columns_;
+  std::shared_ptr<const std::vector<std::string>> columns_;
   std::vector<SqlRow> rows_;
   std::size_t position_ = 0;
   int64_t rowsRead_ = 0, rowsWritten_ = 0;

@@ -22,7 +22,7 @@ using namespace fields;
 constexpr int64_t kWakeSlackMs = 60'000;
 constexpr char kExplicitRetryError[] = "Retry";  // the error a consumer's retry() records (fanout.md 5.2)
 
-std::string deliveryOf(const std::string& generation, const std::string& target) { return json::array({generation, target}).dump(); }
+std::string deliveryOf(const std::string& generation, const std::string& target) { return jsonStringArray({generation, target}); }
 
 // The target of a delivery row id, json([key, target]).
 std::string targetOfRow(const std::string& row) { return parseJson(row).at(1).get<std::string>(); }

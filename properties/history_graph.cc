@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "engine/fanout_events.h"
+#include "engine/json_text.h"
 #include "engine/log_events.h"
 #include "engine/outbox_events.h"
 #include "properties/happens_before.h"
@@ -44,7 +45,10 @@ std::string writeKeyOf(const std::string& object, const std::string& part, const
   return out;
 }
 // A fanout delivery's identity, json([generation, target]) (fanout.md; FAN-19).
-std::string deliveryOf(const json& generation, const std::string& target) { return json::array({generation, target}).dump(); }
+std::string deliveryOf(const json& generation, const std::string& target) {
+  if (generation.is_string()) return jsonStringArray({generation.get_ref<const std::string&>(), target});
+  return json::array({generation, target}).dump();
+}
 
 template <class Vec>
 void grow(Vec& v, std::size_t n) {

@@ -484,7 +484,7 @@ SqlCursor SqliteStore::run(std::string_view sql, const std::vector<SqlValue>& pa
   const int64_t written = sqlite3_total_changes64(db) - changes_before;
   const int64_t read = std::max<int64_t>(static_cast<int64_t>(rows.size()),
                                          sqlite3_stmt_status(raw, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1));
-  return SqlCursor(*columns, std::move(rows), read, written);
+  return SqlCursor(std::move(columns), std::move(rows), read, written);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -594,7 +594,8 @@ SqlCursor SqliteStore::observe(sqlite3* db, StatementCache& statements, std::str
   auto columns = StatementCache::columns(*entry);
   for (; rc == SQLITE_ROW; rc = sqlite3_step(raw)) rows.emplace_back(columns, row_values(raw));
   if (rc != SQLITE_DONE) throw error(rc);
-  return SqlCursor(*columns, std::move(rows), static_cast<int64_t>(rows.size()), 0);
+  const auto count = static_cast<int64_t>(rows.size());
+  return SqlCursor(std::move(columns), std::move(rows), count, 0);
 }
 
 void SqliteStore::reject_more_statements(std::string_view rest) {

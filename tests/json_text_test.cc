@@ -5,6 +5,7 @@
 // bytes), so the subset's boundaries (floats, escapes, UTF-8, leading zeros, 19-digit integers,
 // repeated keys, trailing bytes) are crossed from both sides. deserialize, which reads the stored
 // envelope's value through the same reader, must give what the envelope's "value" gives.
+// jsonStringArray must write the text nlohmann::json's dump writes for the same array of strings.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -208,6 +209,48 @@ TEST(ParseJson, ReadsTheSubsetsBoundariesAsNlohmannDoes) {
     expectAgrees(text);
   expectAgrees(std::string("\"a\0b\"", 5));
   expectAgrees(std::string("[1,\0]", 5));
+}
+
+// jsonStringArray(items) against json::array(items).dump(): the same text, or the same exception.
+void expectSameArrayText(std::initializer_list<std::string_view> items) {
+  json array = json::array();
+  for (const std::string_view item : items) array.push_back(std::string(item));
+  const auto text = [](const auto& write) -> std::pair<std::string, int> {
+    try {
+      return {write(), 0};
+    } catch (const json::exception& e) {
+      return {e.what(), e.id};
+    }
+  };
+  const auto fast = text([&] { return jsonStringArray(items); });
+  const auto reference = text([&] { return array.dump(); });
+  RC_ASSERT(fast == reference);
+}
+
+RC_GTEST_PROP(JsonStringArray, WritesWhatDumpWrites, ()) {
+  // Printable ASCII (the direct path, quotes and backslashes included) or any bytes (the fallback).
+  const auto item = rc::gen::oneOf(rc::gen::container<std::string>(rc::gen::inRange<char>(0x20, 0x7F)), rc::gen::arbitrary<std::string>());
+  const std::string x = *item, y = *item, z = *item;
+  expectSameArrayText({});
+  expectSameArrayText({x});
+  expectSameArrayText({x, y});
+  expectSameArrayText({x, y, z});
+}
+
+TEST(JsonStringArray, WritesTheEdgesAsDumpDoes) {
+  for (const char* item : {"", "a", "a\"b", "a\\b", "\x1f", " ", "~", "\x7f", "\x80", "\xc3\xa9", "\xff", "\xc3", "tab\there", "[\"k\",\"t\"]"})
+    for (const char* other : {"", "t", "\xff"}) {
+      json array = json::array({item, other});
+      std::string expected;
+      try {
+        expected = array.dump();
+      } catch (const json::exception& e) {
+        EXPECT_THROW(jsonStringArray({item, other}), json::type_error) << item;
+        continue;
+      }
+      EXPECT_EQ(jsonStringArray({item, other}), expected) << item;
+    }
+  EXPECT_EQ(jsonStringArray({std::string_view("a\0b", 3)}), json::array({std::string("a\0b", 3)}).dump());
 }
 
 }  // namespace
