@@ -142,9 +142,7 @@ EventBusChecks::Bus& EventBusChecks::bus(const std::string& label, int64_t incar
     b.successes.clear();
     b.ackWrites.clear();
     b.quarantine.reset();
-    b.loops.clear();
-    b.interval.clear();
-    b.tickOf.clear();
+    b.polling.clear();
     b.expectedLog.reset();
     for (const auto& [slot, calls] : b.streak) b.streakUnsure.insert(slot);
   }
@@ -170,7 +168,7 @@ void EventBusChecks::onConfig(const EventFields& e) {
   }
 }
 
-const EventBusChecks::ConsumerConfig& EventBusChecks::config(const Bus& b, const Consumer& c) const {
+const EventBusChecks::ConsumerConfig& EventBusChecks::config(const Bus& b, const ConsumerView& c) const {
   static const ConsumerConfig kDefault;
   if (const auto found = configs_.find(c); found != configs_.end()) return found->second;
   if (const auto found = b.options.find(c); found != b.options.end()) return found->second;

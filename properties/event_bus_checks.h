@@ -57,6 +57,15 @@ class EventBusChecks final : public ObjectChecker {
 
  private:
   using Consumer = std::pair<std::string, std::string>;                   // (topic, consumer)
+  using ConsumerView = std::pair<std::string_view, std::string_view>;     // a Consumer found without copying its names
+  // Consumers in (topic, consumer) order, found by a Consumer or a ConsumerView.
+  struct ConsumerLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return ConsumerView(a.first, a.second) < ConsumerView(b.first, b.second);
+    }
+  };
   using Event = std::pair<std::string, std::string>;                      // (topic, id)
   using Slot = std::tuple<std::string, std::string, std::string>;         // (topic, consumer, id)
 
@@ -113,6 +122,12 @@ class EventBusChecks final : public ObjectChecker {
     bool ticking = false, stopped = false, progressed = false;
     std::optional<int64_t> pass;
   };
+  // The poll loops of one consumer (events.md 7).
+  struct Polling {
+    std::map<int64_t, Loop> loops;  // by generation
+    int64_t interval = 0;           // the consumer's poll interval
+    std::optional<int64_t> tickOf;  // a tick begun, its pass not yet: its generation
+  };
   struct Bus {
     DurableState<Facts, Edit> state;
     int64_t incarnation = 0;
@@ -123,11 +138,9 @@ class EventBusChecks final : public ObjectChecker {
     // reported, and the ack writes issued (EVT-04, EVT-08).
     std::map<Slot, int64_t> inFlight, successes, ackWrites;
     std::optional<Edit> quarantine;                 // written in the failure unit probed next
-    std::map<std::pair<Consumer, int64_t>, Loop> loops;  // (consumer, generation)
-    std::map<Consumer, int64_t> interval;          // the consumer's poll interval (events.md 7)
-    std::map<Consumer, int64_t> tickOf;            // a tick begun, its pass not yet: its generation
+    std::map<Consumer, Polling, ConsumerLess> polling;
     std::set<Consumer> overlapped;                 // two passes of the consumer ran at once
-    std::map<Consumer, ConsumerConfig> options;    // from evt.options
+    std::map<Consumer, ConsumerConfig, ConsumerLess> options;  // from evt.options
     std::set<Event> returned;                       // emits that returned (EVT-02)
     std::set<std::string> strayAcks;                // stored ack markers no write reported (reported once)
     std::set<Slot> failedCalls;                     // EVT-33
@@ -146,7 +159,7 @@ class EventBusChecks final : public ObjectChecker {
   void observe(std::string_view ev, const EventFields& e) override;
   std::string invariant_for(std::string_view ev) const override;
   void onConfig(const EventFields& e);
-  const ConsumerConfig& config(const Bus& bus, const Consumer& c) const;
+  const ConsumerConfig& config(const Bus& bus, const ConsumerView& c) const;
   int64_t delayFor(const ConsumerConfig& c, int64_t n) const;
   Bus& bus(const std::string& label, int64_t incarnation);
 
@@ -194,7 +207,7 @@ class EventBusChecks final : public ObjectChecker {
   void markConcurrent(Bus& bus, std::optional<int64_t> pass, const Consumer* releaseOf);
 
   StoreReader reader_;
-  std::map<Consumer, ConsumerConfig> configs_;
+  std::map<Consumer, ConsumerConfig, ConsumerLess> configs_;
   std::vector<std::string> buses_;
   std::optional<int64_t> healedAt_;
   std::map<std::string, Bus> objects_;

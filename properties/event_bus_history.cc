@@ -41,15 +41,6 @@ std::string who(const std::string& label, const std::string& topic, const std::s
   return s;
 }
 
-// The poll loops of one consumer, every generation, in a map keyed by (consumer, generation).
-template <typename Loops, typename Consumer>
-auto loopsOf(Loops& loops, const Consumer& c) {
-  const auto first = loops.lower_bound({c, INT64_MIN});
-  auto last = first;
-  while (last != loops.end() && last->first.first == c) ++last;
-  return std::ranges::subrange(first, last);
-}
-
 // The slots of one consumer in a set or map of slots, visited in id order: at(id) for ascending ids
 // finds each id's slot, walking the range once.
 template <typename Slots>
@@ -115,12 +106,18 @@ std::string logOfOutcome(const std::string& outcome) {
 void EventBusChecks::onProbe(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
   // Store work of the object while passes run (EVT-17, EVT-41, EVT-11); a handler's own report and
   // the loop's probes read nothing.
-  if (ev.substr(0, 8) != "app.evt." && ev != ev::kOptions && ev.substr(0, 9) != "evt.loop." && ev.substr(0, 9) != "evt.tick.") {
-    const Consumer released{e.value("topic", ""), e.value("consumer", "")};
-    const bool release = ev == ev::kReleaseWrite || ev == ev::kRelease;
-    markConcurrent(b, e.contains("pass") ? std::optional<int64_t>(num(e, "pass")) : std::nullopt, release ? &released : nullptr);
+  const bool loop = ev.substr(0, 9) == "evt.loop." || ev.substr(0, 9) == "evt.tick.";
+  if (ev.substr(0, 8) != "app.evt." && ev != ev::kOptions && !loop) {
+    const std::optional<int64_t> pass = e.contains("pass") ? std::optional<int64_t>(num(e, "pass")) : std::nullopt;
+    if (ev == ev::kReleaseWrite || ev == ev::kRelease) {
+      const Consumer released{e.value("topic", ""), e.value("consumer", "")};
+      markConcurrent(b, pass, &released);
+    } else {
+      markConcurrent(b, pass, nullptr);
+    }
   }
   if (ev != ev::kQuarantineWrite && ev != ev::kFailureWrite) b.delayWarning.clear();
+  if (loop) return onLoop(ev, label, b, e);  // the most frequent probes, first
   if (ev == ev::kOptions) return onOptions(b, e);
   if (ev == ev::kRejected) return onRejected(label, e);
   if (ev == ev::kEmitWrite) return onEmit(label, b, e);
@@ -139,7 +136,6 @@ void EventBusChecks::onProbe(std::string_view ev, const std::string& label, Bus&
   if (ev == ev::kReleaseWrite) return onReleaseWrite(label, b, e);
   if (ev == ev::kRelease) return onRelease(label, b, e);
   if (ev == ev::kList) return onList(label, e);
-  if (ev.substr(0, 9) == "evt.loop." || ev.substr(0, 9) == "evt.tick.") return onLoop(ev, label, b, e);
 }
 
 void EventBusChecks::markConcurrent(Bus& b, std::optional<int64_t> pass, const Consumer* releaseOf) {
@@ -281,9 +277,9 @@ void EventBusChecks::onPollBegin(const std::string& label, Bus& b, const EventFi
       p.healthyDue.insert(p.healthyDue.end(), event);
     }
   }
-  if (const auto tick = b.tickOf.find(p.consumer); tick != b.tickOf.end()) {
-    b.loops[{p.consumer, tick->second}].pass = id;
-    b.tickOf.erase(tick);
+  if (const auto polling = b.polling.find(p.consumer); polling != b.polling.end() && polling->second.tickOf) {
+    polling->second.loops[*polling->second.tickOf].pass = id;
+    polling->second.tickOf.reset();
   }
   b.passes[id] = std::move(p);
 }
@@ -548,8 +544,9 @@ void EventBusChecks::onPollEnd(const std::string& label, Bus& b, const EventFiel
   b.passes.erase(found);
   const auto& [topic, consumer] = p.consumer;
   const auto name = [&] { return label + " (" + topic + ", " + consumer + ") pass " + str(id); };
-  for (auto& [key, loop] : loopsOf(b.loops, p.consumer))
-    if (loop.pass == id) loop.progressed = p.won > 0 && e.at("failed").is_null();
+  if (const auto polling = b.polling.find(p.consumer); polling != b.polling.end())
+    for (auto& [generation, loop] : polling->second.loops)
+      if (loop.pass == id) loop.progressed = p.won > 0 && e.at("failed").is_null();
   tallies_.check("EVT-07", num(e, "delivered") == p.won, [&] { return name() + " returned " + str(num(e, "delivered")) + " having created " + str(p.won) + " ack markers"; });
   if (!e.at("failed").is_null()) return;
   tallies_.check("EVT-12", !p.due, [&] { return name() + " never called the handler for due event " + *p.due; });
@@ -694,21 +691,24 @@ void EventBusChecks::onList(const std::string& label, const EventFields& e) {
 // EVT-38: one tick of a consumer at a time, none after stop, each after its gap; the gap after a
 // tick pollMs if it created an ack, else doubled up to maxPollMs (pollMs without backoff).
 void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
-  const Consumer c{text(e, "topic"), text(e, "consumer")};
+  const ConsumerView c{textRef(e, "topic"), textRef(e, "consumer")};
   const int64_t generation = num(e, "generation"), t = num(e, "t");
   const ConsumerConfig& conf = config(b, c);
-  const auto name = [&] { return label + " (" + c.first + ", " + c.second + ") loop " + str(generation); };
-  Loop& loop = b.loops[{c, generation}];
+  const auto name = [&] { return label + " (" + std::string(c.first) + ", " + std::string(c.second) + ") loop " + str(generation); };
+  auto polling = b.polling.find(c);
+  if (polling == b.polling.end()) polling = b.polling.emplace(Consumer(c.first, c.second), Polling()).first;
+  Polling& consumer = polling->second;
+  Loop& loop = consumer.loops[generation];
   if (ev == ev::kLoopStart) {
     loop = Loop{conf.pollMs, t, false, false, false, std::nullopt};
-    b.interval[c] = conf.pollMs;
+    consumer.interval = conf.pollMs;
   } else if (ev == ev::kLoopStop) {
     loop.stopped = true;
   } else if (ev == ev::kTickSkipped) {
     loop.gap = conf.pollMs;
     loop.anchor = t;
   } else if (ev == ev::kTickBegin) {
-    const bool overlap = std::ranges::any_of(loopsOf(b.loops, c), [](const auto& l) { return l.second.ticking; });
+    const bool overlap = std::ranges::any_of(consumer.loops, [](const auto& l) { return l.second.ticking; });
     tallies_.check("EVT-38", !overlap && !loop.stopped && num(e, "gap") == loop.gap && t - loop.anchor >= loop.gap, [&] {
       return name() + " tick at " + str(t) + " after a gap of " + str(num(e, "gap")) + (overlap ? " while another tick runs" : "") +
              (loop.stopped ? " after stop" : "") + "; expected a gap of " + str(loop.gap) + " from " + str(loop.anchor);
@@ -716,13 +716,13 @@ void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& 
     loop.ticking = true;
     loop.progressed = false;
     loop.pass.reset();
-    b.tickOf[c] = generation;
+    consumer.tickOf = generation;
   } else if (ev == ev::kTickEnd) {
-    const int64_t next = !conf.backoff || loop.progressed ? conf.pollMs : std::min(b.interval[c] * 2, conf.maxPollMs);
+    const int64_t next = !conf.backoff || loop.progressed ? conf.pollMs : std::min(consumer.interval * 2, conf.maxPollMs);
     tallies_.check("EVT-38", num(e, "next") == next, [&] {
       return name() + " tick " + (loop.progressed ? "that created an ack" : "that created none") + " set the next gap " + str(num(e, "next")) + ", expected " + str(next);
     });
-    b.interval[c] = num(e, "next");
+    consumer.interval = num(e, "next");
     loop = Loop{num(e, "next"), t, false, loop.stopped, false, std::nullopt};
   }
 }

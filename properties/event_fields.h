@@ -26,6 +26,13 @@ template <class Object>
 std::string text(const Object& e, const char* field) {
   return e.at(field).template get<std::string>();
 }
+// The text of a string field in place (the same error as text() for any other value).
+template <class Object>
+const std::string& textRef(const Object& e, const char* field) {
+  const nlohmann::json& value = e.at(field);
+  if (!value.is_string()) (void)value.template get<std::string>();  // throws text()'s type_error
+  return value.template get_ref<const std::string&>();
+}
 template <class Object>
 std::vector<int64_t> ints(const Object& e, const char* field) {
   return e.at(field).template get<std::vector<int64_t>>();
