@@ -739,7 +739,14 @@ void SqliteStore::rollback_open() {
 // ---------------------------------------------------------------------------------------------
 // Alarm, deleteAll, size
 
-std::optional<int64_t> SqliteStore::get_alarm() { return internal_int("SELECT time FROM _cf_alarm"); }
+std::optional<int64_t> SqliteStore::get_alarm() {
+  const std::optional<std::vector<int64_t>> changed = live_changes_.since("_cf_alarm", alarm_cursor_, live_schema_version());
+  if (alarm_read_ && changed && changed->empty()) return alarm_;
+  alarm_read_ = false;  // until the read below succeeds
+  alarm_ = internal_int("SELECT time FROM _cf_alarm");
+  alarm_read_ = true;
+  return alarm_;
+}
 
 void SqliteStore::set_alarm(int64_t time) {
   ensure_transaction();

@@ -66,7 +66,9 @@ class SqliteStore {
   void rollback_open();
 
   // ---- The object's single alarm, a row of an internal table: it joins the implicit transaction,
-  // rolls back with savepoints and is durable with commits.
+  // rolls back with savepoints and is durable with commits. get_alarm reads the row again only when
+  // the row-change journal noted a change of its table since the last read (a write, a rollback
+  // that undid one, a new connection or a schema change); otherwise it answers what that read gave.
   std::optional<int64_t> get_alarm();
   void set_alarm(int64_t time);
   void delete_alarm();
@@ -171,6 +173,10 @@ class SqliteStore {
   // the store's own), and the live schema version as read after the last of them.
   uint64_t live_statements_run_ = 0, schema_version_read_after_ = ~uint64_t{0};
   int64_t schema_version_ = 0;
+  // get_alarm's last read, valid while the journal notes no change of the alarm table after it.
+  RowChangeCursor alarm_cursor_;
+  std::optional<int64_t> alarm_;
+  bool alarm_read_ = false;
   // Which tables the live schema has, as asked since the last such statement (tables_known_after_).
   std::vector<std::pair<std::string, bool>> tables_known_;
   uint64_t tables_known_after_ = ~uint64_t{0};
