@@ -183,6 +183,21 @@ std::optional<std::string> FanoutModel::accounting(const std::map<std::string, F
   return std::nullopt;
 }
 
+bool FanoutModel::keyAccounted(const FanoutManifest* manifest, const std::vector<const FanoutDelivery*>& rows) {
+  if (manifest == nullptr) return rows.empty();
+  std::vector<const std::string*> targets;  // of the live rows, without repeats
+  targets.reserve(rows.size());
+  for (const FanoutDelivery* row : rows) {
+    if (row->generation != manifest->generation) return false;
+    targets.push_back(&row->target);
+  }
+  std::sort(targets.begin(), targets.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  targets.erase(std::unique(targets.begin(), targets.end(), [](const std::string* a, const std::string* b) { return *a == *b; }), targets.end());
+  if (manifest->remaining <= 0 || manifest->remaining != static_cast<int64_t>(targets.size())) return false;
+  return std::all_of(targets.begin(), targets.end(),
+                     [&](const std::string* target) { return std::binary_search(manifest->targets.begin(), manifest->targets.end(), *target); });
+}
+
 json FanoutModel::toJson() const {
   json manifests = json::array(), deliveries = json::array();
   for (const auto& [key, m] : manifests_)

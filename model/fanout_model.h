@@ -110,6 +110,10 @@ class FanoutModel {
   // its generation. FAN-04: a manifest's rows are exactly its targets. Returns the first violation.
   static std::optional<std::string> accounting(const std::map<std::string, FanoutManifest>& manifests,
                                                const std::map<std::string, FanoutDelivery>& deliveries);
+  // The part of accounting() that concerns one message key: its manifest (null when there is none)
+  // and every delivery row of that key. accounting() finds a violation exactly when this is false
+  // for some key (every rule it applies relates a row to the manifest of its own key).
+  static bool keyAccounted(const FanoutManifest* manifest, const std::vector<const FanoutDelivery*>& rows);
 
   nlohmann::json toJson() const;
 

@@ -52,6 +52,7 @@
 
 #include "model/fanout_model.h"
 #include "properties/durable_state.h"
+#include "properties/fanout_account.h"
 #include "properties/happens_before.h"
 #include "properties/object_checker.h"
 #include "properties/store_reader.h"
@@ -194,9 +195,9 @@ class FanoutChecks final : public ObjectChecker {
     StoredRows();
     StoredRows(const StoredRows&) = delete;  // the mirrors' indexes point back here
     StoredRows& operator=(const StoredRows&) = delete;
-    std::map<std::string, model::FanoutManifest> manifests;  // by key
-    std::map<std::string, model::FanoutDelivery> deliveries;  // by row id
+    FanoutAccount account;  // the manifests and delivery rows, and their FAN-02/04 accounting
     std::map<std::tuple<std::string, std::string, std::string>, int, std::less<>> deliveriesOf;  // (key, target, generation) -> rows
+    int64_t deadLetterDisagreements = 0;  // delivery rows whose dead-letter fields FAN-10 rejects (or cannot read)
     TableMirror messages, deliveryRows, memos;
   };
   // The rows `object` stores in one of its mirrored tables at this event, by rowid: the mirror

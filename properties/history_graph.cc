@@ -86,8 +86,9 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
   const EventFields& event = header.fields();
   try {
     if (const std::string* label = header.object()) {
-      const std::optional<int64_t> incarnation = intField(event, "incarnation");
-      if (follows(*label) && incarnation) return onObjectEvent(event, ev, *label, *incarnation);
+      if (follows(*label)) {
+        if (const std::optional<int64_t> incarnation = intField(event, "incarnation")) return onObjectEvent(event, ev, *label, *incarnation);
+      }
       if (options_.everyEvent) add(event, ev, *label);
       return;
     }
