@@ -28,6 +28,7 @@ bool config_of_class(const EventFields& config, std::string_view className);
 // The state a checker keeps per object incarnation, keyed by (object label, incarnation number).
 // An event's entry is found again without building its key when it is the one found last (the
 // events of one incarnation come in runs); entries are never erased, so that one stays in place.
+// A lookup that finds an entry copies no label.
 template <class State>
 class IncarnationStates {
  public:
@@ -40,14 +41,33 @@ class IncarnationStates {
     return *this;
   }
 
+  // The entry of (label, incarnation), made empty if there was none.
   State& at(const std::string& label, int64_t incarnation) {
-    if (last_ == nullptr || last_->first.second != incarnation || last_->first.first != label)
-      last_ = &*states_.try_emplace(std::make_pair(label, incarnation)).first;
+    if (State* found = find(label, incarnation)) return *found;
+    last_ = &*states_.try_emplace(std::make_pair(label, incarnation)).first;
     return last_->second;
+  }
+  // The entry of (label, incarnation), or null if there is none (none is made).
+  State* find(std::string_view label, int64_t incarnation) {
+    if (last_ == nullptr || last_->first.second != incarnation || last_->first.first != label) {
+      const auto found = states_.find(std::make_pair(label, incarnation));
+      if (found == states_.end()) return nullptr;
+      last_ = &*found;
+    }
+    return &last_->second;
   }
 
  private:
-  using Map = std::map<std::pair<std::string, int64_t>, State>;
+  // (label, incarnation) order, also over (string_view, number) keys.
+  struct Order {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const int byLabel = std::string_view(a.first).compare(std::string_view(b.first));
+      return byLabel != 0 ? byLabel < 0 : a.second < b.second;
+    }
+  };
+  using Map = std::map<std::pair<std::string, int64_t>, State, Order>;
   Map states_;
   typename Map::value_type* last_ = nullptr;
 };

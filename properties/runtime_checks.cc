@@ -119,12 +119,12 @@ void RuntimeChecks::on_incarnation_end(const EventFields& e, int64_t t) {
 }
 
 void RuntimeChecks::check_not_after_end(std::string_view ev, const std::string& label, int64_t number, int64_t t) {
-  const auto found = incarnations_.find(std::pair<std::string_view, int64_t>(label, number));
-  if (found == incarnations_.end() || !found->second.ended_at) {
+  const IncarnationState* found = incarnations_.find(label, number);
+  if (found == nullptr || !found->ended_at) {
     tallies_.check("RT-19", true, [] { return std::string(); });
     return;
   }
-  const IncarnationState& inc = found->second;
+  const IncarnationState& inc = *found;
   const int64_t end = *inc.ended_at;
   if (inc.zombie && t <= end + kShutdownGraceMs) return;  // object.zombie keeps it running (runtime.md 6.3)
   const bool dropped_at_end = ev == "effect.dropped" && t == end;

@@ -47,6 +47,7 @@
 
 #include "faults/accounting.h"
 #include "properties/durable_state.h"
+#include "properties/object_checker.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
@@ -67,17 +68,6 @@ class RuntimeChecks final : public sim::TraceSink {
   void report_faults(sim::Tallies& tallies, const faults::FaultAccounting& accounting) const;
 
  private:
-  using Incarnation = std::pair<std::string, int64_t>;  // object label, incarnation number
-  // Incarnation's order, also over (string_view, number) keys, so that a lookup copies no label.
-  struct IncarnationOrder {
-    using is_transparent = void;
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      const int byLabel = std::string_view(a.first).compare(std::string_view(b.first));
-      return byLabel != 0 ? byLabel < 0 : a.second < b.second;
-    }
-  };
-
   // RT-12: c, e and whether the last failure was uncounted, for one (object, scheduled) occurrence.
   struct Occurrence {
     int64_t counted = 0;
@@ -149,7 +139,7 @@ class RuntimeChecks final : public sim::TraceSink {
   };
 
   ObjectState& object(const std::string& label) { return objects_[label]; }
-  IncarnationState& incarnation(const std::string& label, int64_t number) { return incarnations_[{label, number}]; }
+  IncarnationState& incarnation(const std::string& label, int64_t number) { return incarnations_.at(label, number); }
 
   void on_incarnation_start(const EventFields& e, int64_t t);
   void on_incarnation_end(const EventFields& e, int64_t t);
@@ -175,7 +165,7 @@ class RuntimeChecks final : public sim::TraceSink {
 
   sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
-  std::map<Incarnation, IncarnationState, IncarnationOrder> incarnations_;
+  IncarnationStates<IncarnationState> incarnations_;
   std::map<uint64_t, CallState> calls_;
   std::map<uint64_t, StubState> stubs_;
   std::map<std::pair<std::string, std::string>, int64_t> cold_last_write_;  // (bucket, key) -> t

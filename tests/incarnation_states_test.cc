@@ -1,6 +1,6 @@
 // IncarnationStates (properties/object_checker.h), the per-incarnation state of the FAN, OBX, SCH
 // and ALM checks: each (label, incarnation) has its own entry whatever order events ask in, the
-// entry found last is found again, and a copy keeps to its own entries.
+// entry found last is found again, find() makes no entry, and a copy keeps to its own entries.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,6 +21,21 @@ TEST(IncarnationStates, EachLabelAndIncarnationHasItsOwnEntry) {
   EXPECT_EQ(states.at("Mailbox/b", 2), 31);
   EXPECT_EQ(states.at("Mailbox/b", 1), 0);
   EXPECT_EQ(&states.at("Mailbox/a", 2), &states.at("Mailbox/a", 2));
+}
+
+TEST(IncarnationStates, FindMakesNoEntry) {
+  IncarnationStates<int> states;
+  EXPECT_EQ(states.find("Mailbox/a", 1), nullptr);
+  EXPECT_EQ(states.find("Mailbox/a", 1), nullptr) << "a miss made no entry";
+  states.at("Mailbox/a", 1) = 10;
+  states.at("Mailbox/b", 1) = 20;
+  ASSERT_NE(states.find("Mailbox/a", 1), nullptr);
+  EXPECT_EQ(*states.find("Mailbox/a", 1), 10);
+  EXPECT_EQ(states.find("Mailbox/a", 2), nullptr) << "the entry found last does not answer for another incarnation";
+  EXPECT_EQ(states.find("Mailbox/c", 1), nullptr) << "nor for another label";
+  EXPECT_EQ(states.find("Mailbox/b", 1), &states.at("Mailbox/b", 1));
+  EXPECT_EQ(states.at("Mailbox/a", 2), 0);
+  EXPECT_EQ(*states.find("Mailbox/a", 2), 0);
 }
 
 TEST(IncarnationStates, ACopyKeepsToItsOwnEntries) {
