@@ -21,8 +21,11 @@ std::vector<std::string> StoreView::labels() const {
 }
 
 SqliteStore& StoreView::store(std::string_view label) const {
+  if (last_found_ != nullptr && last_found_->first == label) return *last_found_->second;
   const auto found = stores_.find(label);
-  return found == stores_.end() ? *empty_ : *found->second;
+  if (found == stores_.end()) return *empty_;
+  last_found_ = &*found;
+  return *found->second;
 }
 
 SqlCursor StoreView::live(std::string_view label, std::string_view sql, const std::vector<SqlValue>& params) const {
@@ -57,7 +60,9 @@ void StoreView::add(const std::string& label, SqliteStore& store) {
 
 void StoreView::remove(std::string_view label) {
   const auto found = stores_.find(label);
-  if (found != stores_.end()) stores_.erase(found);
+  if (found == stores_.end()) return;
+  if (last_found_ == &*found) last_found_ = nullptr;
+  stores_.erase(found);
 }
 
 }  // namespace durasim::sim

@@ -67,8 +67,12 @@ class StoreView {
  private:
   SqliteStore& store(std::string_view label) const;
 
-  std::map<std::string, SqliteStore*, std::less<>> stores_;
+  using Stores = std::map<std::string, SqliteStore*, std::less<>>;
+  Stores stores_;
   std::unique_ptr<SqliteStore> empty_;  // what an unknown object reads
+  // The registration found last: a checker's reads come in runs on one object. Forgotten when a
+  // store is removed.
+  mutable const Stores::value_type* last_found_ = nullptr;
 };
 
 }  // namespace durasim::sim

@@ -56,6 +56,30 @@ TEST(StoreView, AnUnknownObjectReadsAsAnEmptyStoreAndIsNotCreated) {
   EXPECT_TRUE(rig.view().labels().empty());
 }
 
+// Reads go to the store registered under the label now: not to one removed since, nor to the one
+// a label was registered with before (the view remembers the registration it found last).
+TEST(StoreView, ReadsFollowTheRegistrationsAsTheyChange) {
+  const sim::SqlEnvironment env{[] { return uint64_t{0}; }, [] { return int64_t{0}; }};
+  sim::SqliteStore first(env), second(env);
+  first.exec("CREATE TABLE a (x)");
+  second.exec("CREATE TABLE b (x)");
+  sim::StoreView view;
+  view.add(kLabel, first);
+  view.add("Kv/other", second);
+  EXPECT_TRUE(view.has_table(kLabel, "a"));
+  EXPECT_TRUE(view.has_table(kLabel, "a"));
+  EXPECT_TRUE(view.has_table("Kv/other", "b"));
+  EXPECT_TRUE(view.has_table(kLabel, "a"));
+  view.remove(kLabel);
+  EXPECT_FALSE(view.has_table(kLabel, "a")) << "a removed store reads as an empty one";
+  view.add(kLabel, second);
+  EXPECT_TRUE(view.has_table(kLabel, "b"));
+  EXPECT_FALSE(view.has_table(kLabel, "a"));
+  view.remove("Kv/other");
+  EXPECT_FALSE(view.has_table("Kv/other", "b"));
+  EXPECT_TRUE(view.has_table(kLabel, "b"));
+}
+
 TEST(StoreView, LiveIncludesUnconfirmedCommitsAndDurableOnlyConfirmedOnes) {
   ViewRig rig;
   rig.faults.set_latency(LatencyKind::confirm, 1'000);
