@@ -298,20 +298,22 @@ FanoutChecks::StoredRows::StoredRows()
       deliveryRows(DURASIM_FANOUT_DELIVERIES,
                    "id, message_key, target_id, generation_id, phase, dead_letter_reason, dead_lettered_at, attempt, seq, next_attempt_at, "
                    "last_error, last_error_name",
+                   // The disagreements counted first, where nothing throws: every row the mirror
+                   // keeps is counted in and out once, even one whose text columns are malformed.
                    TableMirror::Index{[this](int64_t, const SqlRow& r) {
+                                        if (!deadLetterFieldsAgree(r)) --deadLetterDisagreements;
                                         account.eraseDelivery(r.text("id"));
                                         const auto of = deliveriesOf.find(std::tie(r.text("message_key"), r.text("target_id"), r.text("generation_id")));
                                         if (of != deliveriesOf.end() && --of->second == 0) deliveriesOf.erase(of);
-                                        if (!deadLetterFieldsAgree(r)) --deadLetterDisagreements;
                                       },
                                       [this](int64_t, const SqlRow& r) {
+                                        if (!deadLetterFieldsAgree(r)) ++deadLetterDisagreements;
                                         model::FanoutDelivery d;
                                         d.key = r.text("message_key");
                                         d.target = r.text("target_id");
                                         d.generation = r.text("generation_id");
                                         ++deliveriesOf[{d.key, d.target, d.generation}];
                                         account.putDelivery(r.text("id"), std::move(d));
-                                        if (!deadLetterFieldsAgree(r)) ++deadLetterDisagreements;
                                       }}),
       memos(DURASIM_FANOUT_MEMOS, "message_key, target_id, generation_id, step, value") {}
 
