@@ -328,9 +328,9 @@ void FanoutChecks::checkRows(const std::string& object) {
     if (!rows.deliveryRows.rows().empty()) tallies_.add("FAN-10", rows.deliveryRows.rows().size(), 0, "");
   } else {
     for (const auto& [rowid, r] : rows.deliveryRows.rows()) {
-      const bool dead = r.text("phase") == "dead_letter";
-      tallies_.check("FAN-10", dead == !r.isNull("dead_letter_reason") && dead == !r.isNull("dead_lettered_at"), [&] {
-        return object + " row " + r.text("id") + " in phase " + r.text("phase") + " has dead-letter fields that disagree";
+      const std::string& phase = r.text("phase");  // a phase that is not text throws, as any malformed column
+      tallies_.check("FAN-10", deadLetterFieldsAgree(r), [&] {
+        return object + " row " + r.text("id") + " in phase " + phase + " has dead-letter fields that disagree";
       });
     }
   }

@@ -1,5 +1,5 @@
-// IncarnationStates (properties/object_checker.h), the per-incarnation state of the FAN, OBX, SCH
-// and ALM checks: each (label, incarnation) has its own entry whatever order events ask in, the
+// IncarnationStates (properties/object_checker.h), the per-incarnation state of the FAN, OBX, SCH,
+// ALM and RT checks: each (label, incarnation) has its own entry whatever order events ask in, the
 // entry found last is found again, find() makes no entry, and a copy keeps to its own entries.
 #include <gtest/gtest.h>
 
