@@ -44,7 +44,7 @@ void AlarmChecks::CommitNotes::merge(CommitNotes&& other) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string AlarmChecks::invariant_for(std::string_view ev) const {
+std::string AlarmChecks::invariant_for(EventType ev) const {
   if (ev == "commit" || ev == "commit.noop" || ev == scheduler_events::kReconcile) return "SCH-02";
   if (ev == scheduler_events::kReconcileDurable) return "SCH-05";
   if (ev == scheduler_events::kTimerArm || ev == scheduler_events::kTimerFire || ev == scheduler_events::kTimerCancel) return "SCH-06";
@@ -53,16 +53,16 @@ std::string AlarmChecks::invariant_for(std::string_view ev) const {
   if (ev == scheduler_events::kParticipant || ev == scheduler_events::kAppAttach) return "SCH-09";
   if (ev == scheduler_events::kAppMigrate) return "SCH-12";
   if (ev == alarms_events::kAppHandler) return "ALM-01";
-  if (ev.rfind(scheduler_events::kPrefix, 0) == 0) return "SCH-08";
-  if (ev.rfind(alarms_events::kPurge, 0) == 0) return "ALM-10";
-  if (ev.rfind(alarms_events::kCancel, 0) == 0) return "ALM-11";
-  if (ev.rfind(alarms_events::kSchedule, 0) == 0) return "ALM-08";
+  if (ev.starts_with(scheduler_events::kPrefix)) return "SCH-08";
+  if (ev.starts_with(alarms_events::kPurge)) return "ALM-10";
+  if (ev.starts_with(alarms_events::kCancel)) return "ALM-11";
+  if (ev.starts_with(alarms_events::kSchedule)) return "ALM-08";
   return "ALM-13";
 }
 
 AlarmChecks::IncarnationState& AlarmChecks::incarnation(const EventFields& e) { return incarnations_.at(label(e), num(e, "incarnation")); }
 
-void AlarmChecks::observe(std::string_view ev, const EventFields& e) {
+void AlarmChecks::observe(EventType ev, const EventFields& e) {
   if (!mine(e)) return;
   const std::string& object = label(e);
   if (ev == "alarm.failure" && e.contains("next")) {  // the runtime retries a failed alarm run then
@@ -90,7 +90,7 @@ void AlarmChecks::observe(std::string_view ev, const EventFields& e) {
   if (ev == scheduler_events::kAlarmStart) onPassStart(object, t);
 }
 
-void AlarmChecks::dispatch(std::string_view ev, const EventFields& e, const std::map<std::string, RowState>& rows) {
+void AlarmChecks::dispatch(EventType ev, const EventFields& e, const std::map<std::string, RowState>& rows) {
   IncarnationState& inc = incarnation(e);
   if (ev == "commit") return onCommit(e);
   if (ev == "commit.noop") {

@@ -142,11 +142,11 @@ class AlarmChecks final : public ObjectChecker {
     int64_t platformRetryAt = 0;  // the latest retry time the runtime announced for a failed alarm run
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  void dispatch(std::string_view ev, const EventFields& e, const std::map<std::string, RowState>& rows);
+  void observe(EventType ev, const EventFields& e) override;
+  void dispatch(EventType ev, const EventFields& e, const std::map<std::string, RowState>& rows);
   void onHandlerRan(const EventFields& e);
   static void stampCommitTime(std::vector<Reconcile>& reconciles, int64_t t);
-  std::string invariant_for(std::string_view ev) const override;
+  std::string invariant_for(EventType ev) const override;
   IncarnationState& incarnation(const EventFields& e);
 
   void onCommit(const EventFields& e);

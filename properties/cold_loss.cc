@@ -5,7 +5,7 @@
 
 namespace durasim::properties {
 
-void ColdLossWatch::observe(std::string_view ev, const EventFields& e) {
+void ColdLossWatch::observe(EventType ev, const EventFields& e) {
   using fields::num;
   using fields::text;
   if (ev == "fault") {

@@ -15,13 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime.h"
+#include "properties/event_type.h"
 
 namespace durasim::properties {
 
 class ColdLossWatch {
  public:
   // Learns from a `fault` or `cold.call` event; any other event is ignored.
-  void observe(std::string_view ev, const EventFields& event);
+  void observe(EventType ev, const EventFields& event);
   // Faults have healed: from now on a put draws no lifecycle lag (its lag is 0).
   void healed() { healed_ = true; }
   // Whether the cold object with key `key` may be gone at World time `now`.

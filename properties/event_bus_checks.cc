@@ -66,7 +66,7 @@ void EventBusChecks::Facts::apply(const Edit& e) {
   }
 }
 
-std::string EventBusChecks::invariant_for(std::string_view ev) const {
+std::string EventBusChecks::invariant_for(EventType ev) const {
   if (ev == ev::kEmitWrite || ev == ev::kEmit) return "EVT-01";
   if (ev == ev::kAppEmitted) return "EVT-02";
   if (ev == ev::kEmitRefused) return "EVT-03";
@@ -86,7 +86,7 @@ std::string EventBusChecks::invariant_for(std::string_view ev) const {
   return "EVT-15";
 }
 
-void EventBusChecks::observe(std::string_view ev, const EventFields& e) {
+void EventBusChecks::observe(EventType ev, const EventFields& e) {
   ++checked_;
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);

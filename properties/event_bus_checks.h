@@ -156,8 +156,8 @@ class EventBusChecks final : public ObjectChecker {
     bool unsure = false;  // a failed statement may have undone reported writes
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  std::string invariant_for(std::string_view ev) const override;
+  void observe(EventType ev, const EventFields& e) override;
+  std::string invariant_for(EventType ev) const override;
   void onConfig(const EventFields& e);
   const ConsumerConfig& config(const Bus& bus, const ConsumerView& c) const;
   int64_t delayFor(const ConsumerConfig& c, int64_t n) const;
@@ -183,7 +183,7 @@ class EventBusChecks final : public ObjectChecker {
   const events::Keys& keysOf(std::string_view topic, std::string_view consumer) const;
 
   // event_bus_history.cc: what happened
-  void onProbe(std::string_view ev, const std::string& label, Bus& bus, const EventFields& e);
+  void onProbe(EventType ev, const std::string& label, Bus& bus, const EventFields& e);
   void onEmit(const std::string& label, Bus& bus, const EventFields& e);
   void onEmitRefused(const std::string& label, const EventFields& e);
   void onEmitted(const std::string& label, Bus& bus, const EventFields& e);
@@ -202,7 +202,7 @@ class EventBusChecks final : public ObjectChecker {
   void onReleaseWrite(const std::string& label, Bus& bus, const EventFields& e);
   void onRelease(const std::string& label, Bus& bus, const EventFields& e);
   void onList(const std::string& label, const EventFields& e);
-  void onLoop(std::string_view ev, const std::string& label, Bus& bus, const EventFields& e);
+  void onLoop(EventType ev, const std::string& label, Bus& bus, const EventFields& e);
   void onLog(const std::string& label, Bus& bus, const EventFields& e);
   void markConcurrent(Bus& bus, std::optional<int64_t> pass, const Consumer* releaseOf);
 

@@ -103,7 +103,7 @@ std::string logOfOutcome(const std::string& outcome) {
 
 }  // namespace
 
-void EventBusChecks::onProbe(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
+void EventBusChecks::onProbe(EventType ev, const std::string& label, Bus& b, const EventFields& e) {
   // Store work of the object while passes run (EVT-17, EVT-41, EVT-11); a handler's own report and
   // the loop's probes read nothing.
   const bool loop = ev.substr(0, 9) == "evt.loop." || ev.substr(0, 9) == "evt.tick.";
@@ -690,7 +690,7 @@ void EventBusChecks::onList(const std::string& label, const EventFields& e) {
 
 // EVT-38: one tick of a consumer at a time, none after stop, each after its gap; the gap after a
 // tick pollMs if it created an ack, else doubled up to maxPollMs (pollMs without backoff).
-void EventBusChecks::onLoop(std::string_view ev, const std::string& label, Bus& b, const EventFields& e) {
+void EventBusChecks::onLoop(EventType ev, const std::string& label, Bus& b, const EventFields& e) {
   const ConsumerView c{textRef(e, "topic"), textRef(e, "consumer")};
   const int64_t generation = num(e, "generation"), t = num(e, "t");
   const ConsumerConfig& conf = config(b, c);

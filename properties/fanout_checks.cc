@@ -82,7 +82,7 @@ void FanoutChecks::CommitNotes::merge(CommitNotes&& other) {
   created.insert(created.end(), other.created.begin(), other.created.end());
 }
 
-std::string FanoutChecks::invariant_for(std::string_view ev) const {
+std::string FanoutChecks::invariant_for(EventType ev) const {
   if (ev == fanout_events::kEnqueueWrite) return "FAN-05";
   if (ev == fanout_events::kClaimWrite || ev == fanout_events::kAppConsume) return "FAN-06";
   if (ev == fanout_events::kAckWrite) return "FAN-25";
@@ -109,7 +109,7 @@ const std::map<int64_t, SqlRow>& FanoutChecks::rowsNow(const std::string& object
   return mirror.rows();
 }
 
-void FanoutChecks::observe(std::string_view ev, const EventFields& e) {
+void FanoutChecks::observe(EventType ev, const EventFields& e) {
   ++checked_;
   history_.observe(observing());
   if (ev == "workload.config") {

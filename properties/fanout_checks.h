@@ -153,8 +153,8 @@ class FanoutChecks final : public ObjectChecker {
     int64_t lastEnqueueAt = -1, lastRemovalAt = -1;  // commit times
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  std::string invariant_for(std::string_view ev) const override;
+  void observe(EventType ev, const EventFields& e) override;
+  std::string invariant_for(EventType ev) const override;
 
   void onConfig(const EventFields& e);
   void onCommit(const EventFields& e);

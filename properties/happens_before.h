@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/event_type.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
@@ -197,9 +198,9 @@ class HistoryGraph {
   Object& object(const std::string& label);
   Node add(const EventFields& e, std::string_view ev, std::string_view who);
   void chain(Object& o, int64_t incarnation, Node n);
-  void onObjectEvent(const EventFields& e, std::string_view ev, const std::string& label, int64_t incarnation);
-  void onRpc(const EventFields& e, std::string_view ev);
-  void onApp(const EventFields& e, std::string_view ev);
+  void onObjectEvent(const EventFields& e, EventType ev, const std::string& label, int64_t incarnation);
+  void onRpc(const EventFields& e, EventType ev);
+  void onApp(const EventFields& e, EventType ev);
   // One read of `offset` of `o` by `reader`; `previous` is the source of the offset read just before
   // in the same page (kNone for the first).
   void readOffset(Object& o, int64_t offset, Node reader, Node& previous);

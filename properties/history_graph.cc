@@ -30,7 +30,6 @@ const std::string* textField(const EventFields& e, const char* name) {
   const json* f = e.find(name);
   return f && f->is_string() ? &f->get_ref<const std::string&>() : nullptr;
 }
-bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // The key of a keyed write: "<object>\n<part>\n<part>\n<number>". An outbox version: (account,
 // channel, key, version); a fanout claim: (mailbox, "claim", delivery identity, attempt).
@@ -81,7 +80,7 @@ void HistoryGraph::chain(Object& o, int64_t incarnation, Node n) {
 
 void HistoryGraph::observe(const sim::TraceEvent& header) {
   ++next_index_;
-  const std::string_view ev = header.type();
+  const EventType ev = header.type();
   if (ev.empty()) return;
   const EventFields& event = header.fields();
   try {
@@ -92,15 +91,15 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
       if (options_.everyEvent) add(event, ev, *label);
       return;
     }
-    if (startsWith(ev, "rpc.")) return onRpc(event, ev);
-    if (startsWith(ev, "app.")) return onApp(event, ev);
+    if (ev.starts_with("rpc.")) return onRpc(event, ev);
+    if (ev.starts_with("app.")) return onApp(event, ev);
     if (options_.everyEvent) add(event, ev, "");
   } catch (const json::exception&) {
     // A malformed event: the checkers that read it report it; the graph keeps what it had.
   }
 }
 
-void HistoryGraph::onObjectEvent(const EventFields& e, std::string_view ev, const std::string& label, int64_t incarnation) {
+void HistoryGraph::onObjectEvent(const EventFields& e, EventType ev, const std::string& label, int64_t incarnation) {
   Object& o = object(label);
   const Node n = add(e, ev, label);
   if (ev == "incarnation.start") {
@@ -202,7 +201,7 @@ void HistoryGraph::onObjectEvent(const EventFields& e, std::string_view ev, cons
   }
 }
 
-void HistoryGraph::onRpc(const EventFields& e, std::string_view ev) {
+void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
   const std::optional<int64_t> id = intField(e, "call");
   if (!id) {
     if (options_.everyEvent) add(e, ev, "");
@@ -262,7 +261,7 @@ void HistoryGraph::onRpc(const EventFields& e, std::string_view ev) {
   calls_.erase(found);
 }
 
-void HistoryGraph::onApp(const EventFields& e, std::string_view ev) {
+void HistoryGraph::onApp(const EventFields& e, EventType ev) {
   const std::string* partition = textField(e, "partition");
   if (partition && !follows(*partition)) {
     if (options_.everyEvent) add(e, ev, *partition);

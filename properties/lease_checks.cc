@@ -31,7 +31,7 @@ std::optional<int64_t> lookup(const Map& m, const Key& k) {
 std::string range(int64_t first, int64_t last) { return "[" + str(first) + ", " + str(last) + "]"; }
 
 // An ack or nack, written or rejected.
-bool settlement(std::string_view ev) {
+bool settlement(EventType ev) {
   return ev == log_events::kAckWrite || ev == log_events::kNackWrite || ev == log_events::kAckRejected || ev == log_events::kNackRejected;
 }
 bool settledState(const std::string& state) { return state == "acked" || state == "skipped"; }
@@ -93,7 +93,7 @@ void LeaseChecks::CommitNotes::merge(CommitNotes&& other) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string LeaseChecks::invariant_for(std::string_view ev) const {
+std::string LeaseChecks::invariant_for(EventType ev) const {
   if (ev == log_events::kOptions || ev == log_events::kLeaseDisabled) return "LSE-16";
   if (ev == log_events::kLeaseWrite || ev == log_events::kLeaseGapWrite || ev == log_events::kLeaseAllocateWrite) return "LSE-02";
   if (ev == log_events::kLeaseNone) return "LSE-06";
@@ -105,7 +105,7 @@ std::string LeaseChecks::invariant_for(std::string_view ev) const {
   return "LSE-09";
 }
 
-void LeaseChecks::observe(std::string_view ev, const EventFields& e) {
+void LeaseChecks::observe(EventType ev, const EventFields& e) {
   coldLoss_.observe(ev, e);
   if (ev == log_events::kAppLeaseOutcome) return onOutcome(e);
   if (!mine(e) || !e.contains("incarnation")) return;
@@ -144,7 +144,7 @@ void LeaseChecks::observe(std::string_view ev, const EventFields& e) {
     });
     return;
   }
-  const bool leaseProbe = ev.rfind(log_events::kLease, 0) == 0 || settlement(ev) || ev == log_events::kPoisonCallback ||
+  const bool leaseProbe = ev.starts_with(log_events::kLease) || settlement(ev) || ev == log_events::kPoisonCallback ||
                           ev == log_events::kPoisonFailed || ev == log_events::kAdvanceWrite;
   if (!leaseProbe) return;
   if (!leaseEnabled(e, object(e))) return;

@@ -115,8 +115,8 @@ class LeaseChecks final : public ObjectChecker {
     std::map<int64_t, std::pair<std::string, std::string>> records;  // offset -> (key, payload)
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  std::string invariant_for(std::string_view ev) const override;
+  void observe(EventType ev, const EventFields& e) override;
+  std::string invariant_for(EventType ev) const override;
   ObjectState& object(const EventFields& e) { return objects_[label(e)]; }
   int64_t objectNow(const EventFields& e);
 

@@ -24,9 +24,9 @@ bool definiteRejection(const std::string& message) {
 
 // Events emitted inside a storage transaction: the `.write` ones (but `log.cold.write`, which
 // announces the call to the cold store) and the trim transaction's three.
-bool isWrite(std::string_view ev) {
-  if (ev.rfind(log_events::kPrefix, 0) != 0 || ev == log_events::kColdWrite) return false;
-  return (ev.size() > 6 && ev.compare(ev.size() - 6, 6, ".write") == 0) || ev == log_events::kTrimDelete || ev == log_events::kTrimIntent ||
+bool isWrite(EventType ev) {
+  if (!ev.starts_with(log_events::kPrefix) || ev == log_events::kColdWrite) return false;
+  return (ev.size() > 6 && ev.ends_with(".write")) || ev == log_events::kTrimDelete || ev == log_events::kTrimIntent ||
          ev == log_events::kTrimFlush;
 }
 
@@ -46,7 +46,7 @@ LogChecks::LogChecks(StoreReader reader, std::string className)
   tallies_.declare("SCH-11");
 }
 
-void LogChecks::observe(std::string_view name, const EventFields& e) {
+void LogChecks::observe(EventType name, const EventFields& e) {
   history_.observe(observing());
   coldLoss_.observe(name, e);
   if (name == "fault") return onFault(e);
@@ -56,12 +56,12 @@ void LogChecks::observe(std::string_view name, const EventFields& e) {
   if (name == log_events::kAppLogRetired) return onRetired(e);
   if (!mine(e)) return;
   // The platform's alarm firing changes the stored alarm between commits (LOG-17 re-learns it).
-  if (name.rfind("alarm.", 0) == 0) objects_[text(e, "object")].alarmKnown = false;
+  if (name.starts_with("alarm.")) objects_[text(e, "object")].alarmKnown = false;
   if (e.contains("incarnation")) dispatch(name, e);
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-std::string LogChecks::invariant_for(std::string_view ev) const {
+std::string LogChecks::invariant_for(EventType ev) const {
   if (ev == log_events::kAppendWrite || ev == "commit" || ev == log_events::kAppend) return "LOG-01";
   if (ev == log_events::kAppProduce || ev == log_events::kAppendRejected) return "LOG-03";
   if (ev == log_events::kCommitWrite || ev == log_events::kAdvanceWrite) return "LOG-06";
@@ -80,7 +80,7 @@ void LogChecks::onFault(const EventFields& e) {
   if (text(e, "fault") == "clock.incarnation_offset" && num(e.at("details"), "offset") != 0) clockSkewed_.insert(text(e, "object"));
 }
 
-void LogChecks::dispatch(std::string_view ev, const EventFields& e) {
+void LogChecks::dispatch(EventType ev, const EventFields& e) {
   const std::string object = text(e, "object");
   ObjectState& s = objects_[object];
   const int64_t incarnation = num(e, "incarnation");
@@ -104,7 +104,7 @@ void LogChecks::dispatch(std::string_view ev, const EventFields& e) {
     if (ev == "incarnation.end") s.alarmKnown = false;
     return resetOpen(s);
   }
-  if (ev.rfind(scheduler_events::kPrefix, 0) == 0 || ev.rfind(alarms_events::kPrefix, 0) == 0) {
+  if (ev.starts_with(scheduler_events::kPrefix) || ev.starts_with(alarms_events::kPrefix)) {
     s.schedulerTouched = true;
     return;
   }
@@ -187,7 +187,7 @@ void LogChecks::View::apply(const EventFields& w) {
   }
 }
 
-void LogChecks::onWrite(ObjectState& s, const std::string& object, std::string_view ev, const EventFields& e) {
+void LogChecks::onWrite(ObjectState& s, const std::string& object, EventType ev, const EventFields& e) {
   if (ev == log_events::kAppendWrite) {
     checkAppendWrite(object, s.state.staged(), e);
     s.appendWrites.emplace_back(strings(e, "keys"), ints(e, "offsets"));
@@ -240,7 +240,7 @@ void LogChecks::checkAppendWrite(const std::string& object, const View& staged, 
 }
 
 // LOG-10 and LOG-11 on the trim transaction's writes.
-void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const EventFields& e) {
+void LogChecks::checkTrimWrite(const std::string& object, const ObjectState& s, EventType ev, const EventFields& e) {
   const int64_t first = num(e, "first"), last = num(e, "last");
   const View& v = s.state.staged();
   if (ev == log_events::kTrimIntent) {
@@ -618,7 +618,7 @@ void LogChecks::onColdFailed(const std::string& object, const EventFields& e) {
 // ---------------------------------------------------------------------------------------------
 // Workload events
 
-void LogChecks::onApp(std::string_view ev, const EventFields& e) {
+void LogChecks::onApp(EventType ev, const EventFields& e) {
   if (!e.contains("partition")) return;
   const std::string partition = text(e, "partition");
   if (!of_class(partition, className_)) return;

@@ -154,10 +154,10 @@ class LogChecks final : public ObjectChecker {
     int64_t seenUpTo = 0;  // every offset below was seen or trimmed
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  std::string invariant_for(std::string_view ev) const override;
-  void dispatch(std::string_view ev, const EventFields& e);
-  void onApp(std::string_view ev, const EventFields& e);
+  void observe(EventType ev, const EventFields& e) override;
+  std::string invariant_for(EventType ev) const override;
+  void dispatch(EventType ev, const EventFields& e);
+  void onApp(EventType ev, const EventFields& e);
   void onFault(const EventFields& e);
   void onRetired(const EventFields& e);
   void onProbe(ObjectState& s, const std::string& object, const EventFields& e);
@@ -167,14 +167,14 @@ class LogChecks final : public ObjectChecker {
   bool truncationExcused(const ObjectState& s, const std::string& object, int64_t from, int64_t now);
   void checkSchema(const std::string& object);
 
-  void onWrite(ObjectState& s, const std::string& object, std::string_view ev, const EventFields& e);
+  void onWrite(ObjectState& s, const std::string& object, EventType ev, const EventFields& e);
   void onCommit(ObjectState& s, const std::string& object, const EventFields& e);
   void onConfirm(ObjectState& s, const EventFields& e);
   void onDurability(ObjectState& s, const EventFields& e);
   void resetOpen(ObjectState& s);
 
   void checkAppendWrite(const std::string& object, const View& staged, const EventFields& e);
-  void checkTrimWrite(const std::string& object, const ObjectState& s, std::string_view ev, const EventFields& e);
+  void checkTrimWrite(const std::string& object, const ObjectState& s, EventType ev, const EventFields& e);
   void onAppend(ObjectState& s, const std::string& object, const EventFields& e);
   void onRejected(ObjectState& s, const std::string& object, const EventFields& e);
   void onRead(ObjectState& s, const std::string& object, const EventFields& e);

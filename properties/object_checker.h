@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/event_type.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
@@ -88,11 +89,11 @@ class ObjectChecker : public sim::TraceSink {
   // The event's "object" label; throws nlohmann::json's error when it has none.
   const std::string& label(const EventFields& event) const;
 
-  virtual void observe(std::string_view ev, const EventFields& event) = 0;
+  virtual void observe(EventType ev, const EventFields& event) = 0;
   // The event observe() is handling, with the header the World read.
   const sim::TraceEvent& observing() const { return *observing_; }
   // The invariant whose check a malformed `ev` event would have fed.
-  virtual std::string invariant_for(std::string_view ev) const = 0;
+  virtual std::string invariant_for(EventType ev) const = 0;
 
   const std::string className_;
   sim::Tallies tallies_;

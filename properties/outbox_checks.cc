@@ -41,7 +41,7 @@ std::string named(const std::pair<std::string, std::string>& row) { return row.f
 
 // Whether an event of an object of the class feeds a check: the outbox's and the application's
 // events, the runtime's storage events and the reconciles.
-bool followed(std::string_view ev) {
+bool followed(EventType ev) {
   constexpr std::string_view kApp = "app.obx.";
   return ev.substr(0, obx::kPrefix.size()) == obx::kPrefix || ev.substr(0, kApp.size()) == kApp || ev == "fault" || ev == "commit" ||
          ev == "commit.noop" || ev == "confirm" || ev == "durability" || ev == "commit.failed" || ev == "incarnation.end" ||
@@ -93,7 +93,7 @@ void OutboxChecks::Facts::apply(const Write& w) {
   }
 }
 
-std::string OutboxChecks::invariant_for(std::string_view ev) const {
+std::string OutboxChecks::invariant_for(EventType ev) const {
   if (ev == obx::kStageWrite) return "OBX-01";
   if (ev == obx::kAppAborted) return "OBX-04";
   if (ev == obx::kClaimWrite) return "OBX-08";
@@ -136,7 +136,7 @@ std::optional<OutboxChecks::Write::Stored> OutboxChecks::storedRow(const std::st
   return Write::Stored{r->text("generation_id"), r->text("value"), r->int64("version"), r->int64("attempt"), r->int64("next_attempt_at")};
 }
 
-void OutboxChecks::observe(std::string_view ev, const EventFields& e) {
+void OutboxChecks::observe(EventType ev, const EventFields& e) {
   history_.observe(observing());
   if (ev == "workload.config") {
     if (config_of_class(e, className_)) onConfig(e);
@@ -676,7 +676,7 @@ void OutboxChecks::onPostpone(const EventFields& e, IncarnationState& inc) {
 // ---------------------------------------------------------------------------------------------
 // The sink (OBX-14, OBX-15), judged from the rows it stores at its commits
 
-void OutboxChecks::onSink(std::string_view ev, const EventFields& e) {
+void OutboxChecks::onSink(EventType ev, const EventFields& e) {
   if (!e.contains("incarnation")) return;
   SinkState& sink = sinks_[label(e)];
   const int64_t incarnation = num(e, "incarnation");

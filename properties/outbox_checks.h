@@ -143,11 +143,11 @@ class OutboxChecks final : public ObjectChecker {
     std::map<int64_t, std::set<SinkKey>> open;  // incarnation -> keys written by its open transaction
   };
 
-  void observe(std::string_view ev, const EventFields& e) override;
-  std::string invariant_for(std::string_view ev) const override;
+  void observe(EventType ev, const EventFields& e) override;
+  std::string invariant_for(EventType ev) const override;
 
   void onConfig(const EventFields& e);
-  void onSink(std::string_view ev, const EventFields& e);
+  void onSink(EventType ev, const EventFields& e);
   void onCommit(const EventFields& e, bool unchanged);
   void onDurable(ObjectState& obj, const std::vector<Write>& writes);
   std::vector<Write> validated(const std::string& object, IncarnationState& inc, int64_t at);

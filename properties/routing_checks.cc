@@ -26,7 +26,7 @@ RoutingChecks::RoutingChecks() {
 }
 
 void RoutingChecks::record(const sim::TraceEvent& event) {
-  const std::string_view name = event.type();
+  const EventType name = event.type();
   const EventFields& e = event.fields();
   if (name.starts_with(routing_events::kAppPrefix)) return onApp(name, e);
   if (name.starts_with(routing_events::kAppLoadPrefix)) return onAppLoad(name, e);
@@ -49,7 +49,7 @@ void RoutingChecks::record(const sim::TraceEvent& event) {
 }
 
 // The events each check reads: a malformed one is a violation of the check it feeds.
-const char* RoutingChecks::invariantFor(std::string_view ev) {
+const char* RoutingChecks::invariantFor(EventType ev) {
   if (ev == routing_events::kSelect) return "RTE-07";
   if (ev == routing_events::kObserve) return "RTE-05";
   if (ev == routing_events::kResize) return "RTE-06";
@@ -244,7 +244,7 @@ void RoutingChecks::onReturn(Client& client, const EventFields& e) {
 // ---------------------------------------------------------------------------------------------
 // The application's side of each call
 
-void RoutingChecks::onApp(std::string_view name, const EventFields& e) {
+void RoutingChecks::onApp(EventType name, const EventFields& e) {
   const char* id = name == routing_events::kAppPushed ? "RTE-02" : "RTE-01";
   try {
     const int64_t callId = num(e, "call"), t = num(e, "t");
@@ -308,7 +308,7 @@ void RoutingChecks::onAppPushed(AppCall& call, const EventFields& e) {
 }
 
 // RTE-08: what the application read of its RoutingLoad equals the spec's window over its samples.
-void RoutingChecks::onAppLoad(std::string_view name, const EventFields& e) {
+void RoutingChecks::onAppLoad(EventType name, const EventFields& e) {
   try {
     model::LoadWindowModel& window = windows_[{e.at("object").get<std::string>(), num(e, "incarnation")}];
     const int64_t now = num(e, "now");

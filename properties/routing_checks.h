@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/routing_model.h"
+#include "properties/event_type.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
 
@@ -51,7 +52,7 @@ class RoutingChecks final : public sim::TraceSink {
   const sim::Tallies& tallies() const { return tallies_; }
 
  private:
-  static const char* invariantFor(std::string_view ev);
+  static const char* invariantFor(EventType ev);
   struct Push {
     bool custom = false;
     std::optional<int64_t> timeoutMs;
@@ -95,9 +96,9 @@ class RoutingChecks final : public sim::TraceSink {
     nlohmann::json success;                 // what it returned: true, false, or null when it threw
     bool pushed = false;                    // the push has given the caller its outcome
   };
-  void onApp(std::string_view name, const EventFields& e);
+  void onApp(EventType name, const EventFields& e);
   void onAppPushed(AppCall& call, const EventFields& e);
-  void onAppLoad(std::string_view name, const EventFields& e);
+  void onAppLoad(EventType name, const EventFields& e);
 
   sim::Tallies tallies_;
   std::map<std::string, Client> clients_;

@@ -23,7 +23,7 @@ std::string str(uint64_t v) { return std::to_string(v); }
 std::string who(const std::string& label, int64_t number) { return label + " incarnation " + str(number); }
 
 // The invariant a malformed event of type `ev` would have fed.
-const char* id_for(std::string_view ev) {
+const char* id_for(EventType ev) {
   if (ev == "alarm.run" || ev == "alarm.failure" || ev == "alarm.success") return "RT-12";
   if (ev == "commit" || ev == "confirm" || ev == "durability") return "RT-07";
   if (ev == "effect" || ev == "effect.dropped") return "RT-10";
@@ -40,7 +40,7 @@ const char* id_for(std::string_view ev) {
 }  // namespace
 
 void RuntimeChecks::record(const sim::TraceEvent& header) {
-  const std::string_view ev = header.type();
+  const EventType ev = header.type();
   if (ev.empty()) return;
   const EventFields& event = header.fields();
   try {
@@ -118,7 +118,7 @@ void RuntimeChecks::on_incarnation_end(const EventFields& e, int64_t t) {
   if (o.alarm_running == number) o.alarm_running.reset();
 }
 
-void RuntimeChecks::check_not_after_end(std::string_view ev, const std::string& label, int64_t number, int64_t t) {
+void RuntimeChecks::check_not_after_end(EventType ev, const std::string& label, int64_t number, int64_t t) {
   const IncarnationState* found = incarnations_.find(label, number);
   if (found == nullptr || !found->ended_at) {
     tallies_.check("RT-19", true, [] { return std::string(); });

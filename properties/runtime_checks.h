@@ -47,6 +47,7 @@
 
 #include "faults/accounting.h"
 #include "properties/durable_state.h"
+#include "properties/event_type.h"
 #include "properties/object_checker.h"
 #include "sim/tally.h"
 #include "sim/trace_sink.h"
@@ -161,7 +162,7 @@ class RuntimeChecks final : public sim::TraceSink {
   // RT-14 and RT-24 at the check phase, `idle` when the executor had nothing left to run.
   void check_liveness(int64_t t, bool idle);
   // RT-19 for any event tagged with an object's incarnation.
-  void check_not_after_end(std::string_view ev, const std::string& label, int64_t number, int64_t t);
+  void check_not_after_end(EventType ev, const std::string& label, int64_t number, int64_t t);
 
   sim::Tallies tallies_;
   std::map<std::string, ObjectState> objects_;
