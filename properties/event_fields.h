@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,26 +20,26 @@ inline std::optional<int64_t> optInt(const nlohmann::json& v) {
   return v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>());
 }
 template <class Object>
-int64_t num(const Object& e, const char* field) {
+int64_t num(const Object& e, std::string_view field) {
   return e.at(field).template get<int64_t>();
 }
 template <class Object>
-std::string text(const Object& e, const char* field) {
+std::string text(const Object& e, std::string_view field) {
   return e.at(field).template get<std::string>();
 }
 // The text of a string field in place (the same error as text() for any other value).
 template <class Object>
-const std::string& textRef(const Object& e, const char* field) {
+const std::string& textRef(const Object& e, std::string_view field) {
   const nlohmann::json& value = e.at(field);
   if (!value.is_string()) (void)value.template get<std::string>();  // throws text()'s type_error
   return value.template get_ref<const std::string&>();
 }
 template <class Object>
-std::vector<int64_t> ints(const Object& e, const char* field) {
+std::vector<int64_t> ints(const Object& e, std::string_view field) {
   return e.at(field).template get<std::vector<int64_t>>();
 }
 template <class Object>
-std::vector<std::string> strings(const Object& e, const char* field) {
+std::vector<std::string> strings(const Object& e, std::string_view field) {
   return e.at(field).template get<std::vector<std::string>>();
 }
 

@@ -21,12 +21,12 @@ namespace fan = fanout_events;
 constexpr int64_t kMaxIndexed = 100'000'000;  // offsets and commit numbers beyond this are malformed, not indexed
 constexpr uint64_t kMaxWitnesses = sim::Tallies::kMaxExamples;  // violations given a witness path, per invariant
 
-std::optional<int64_t> intField(const EventFields& e, const char* name) {
+std::optional<int64_t> intField(const EventFields& e, std::string_view name) {
   const json* f = e.find(name);
   if (!f || !f->is_number_integer()) return std::nullopt;
   return f->get<int64_t>();
 }
-const std::string* textField(const EventFields& e, const char* name) {
+const std::string* textField(const EventFields& e, std::string_view name) {
   const json* f = e.find(name);
   return f && f->is_string() ? &f->get_ref<const std::string&>() : nullptr;
 }
