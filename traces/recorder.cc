@@ -175,8 +175,11 @@ class EventEncoder {
   }
   void replaced(const std::string& s) { bytes(json::parse(canonical_line(json(s))).get<std::string>()); }
   void bytes(std::string_view s) {
-    word(s.size());
-    copy(room(s.size()), s.data(), s.size());
+    char* at = room(8 + s.size());  // the length's word, then the bytes
+    uint64_t n = s.size();
+    if constexpr (std::endian::native != std::endian::little) n = __builtin_bswap64(n);
+    store(at, n);
+    copy(at + 8, s.data(), s.size());
   }
   // memcpy, with the short strings of most fields copied in place as two overlapping words.
   static void copy(char* to, const char* from, std::size_t n) {
