@@ -18,22 +18,12 @@ void ObjectChecker::record(const sim::TraceEvent& header) {
   }
 }
 
-bool of_class(std::string_view label, std::string_view className) {
-  // The '/' first: a label of another class rarely has it at the same place, so most labels are
-  // told apart without comparing their class names.
-  return label.size() > className.size() && label[className.size()] == '/' && label.substr(0, className.size()) == className;
-}
-
 bool config_of_class(const EventFields& config, std::string_view className) {
   const nlohmann::json* named = config.find("class");
   return !named || !named->is_string() || named->get_ref<const std::string&>() == className;
 }
 
-bool ObjectChecker::mine(const EventFields& event) const {
-  if (observing_ && &event == &observing_->fields()) {
-    const std::string* object = observing_->object();
-    return object && of_class(*object, className_);
-  }
+bool ObjectChecker::mineByField(const EventFields& event) const {
   const nlohmann::json* object = event.find("object");
   return object && object->is_string() && of_class(object->get_ref<const std::string&>(), className_);
 }

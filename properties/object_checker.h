@@ -19,7 +19,11 @@
 namespace durasim::properties {
 
 // Whether `label` ("Class/name") names an object of `className`.
-bool of_class(std::string_view label, std::string_view className);
+inline bool of_class(std::string_view label, std::string_view className) {
+  // The '/' first: a label of another class rarely has it at the same place, so most labels are
+  // told apart without comparing their class names.
+  return label.size() > className.size() && label[className.size()] == '/' && label.substr(0, className.size()) == className;
+}
 
 // Whether a "workload.config" event states the application of `className`. A workload composing
 // several applications states one config per class, each naming it in "class"; a config without
@@ -85,7 +89,13 @@ class ObjectChecker : public sim::TraceSink {
   explicit ObjectChecker(std::string className) : className_(std::move(className)) {}
 
   // Whether the event names an object of the class in its "object" field.
-  bool mine(const EventFields& event) const;
+  bool mine(const EventFields& event) const {
+    if (observing_ && &event == &observing_->fields()) {
+      const std::string* object = observing_->object();
+      return object && of_class(*object, className_);
+    }
+    return mineByField(event);
+  }
   // The event's "object" label; throws nlohmann::json's error when it has none.
   const std::string& label(const EventFields& event) const;
 
@@ -102,6 +112,8 @@ class ObjectChecker : public sim::TraceSink {
   // The event being observed, whose header the World read: mine() and label() of that event use
   // it instead of looking "object" up again.
   const sim::TraceEvent* observing_ = nullptr;
+  // mine() of an event other than the one observed: its "object" field looked up.
+  bool mineByField(const EventFields& event) const;
 };
 
 }  // namespace durasim::properties
