@@ -20,9 +20,11 @@ struct BenchOptions {
   std::optional<std::string> json;  // also write the figures to this file
   bool rss = true;                  // (e) runs 11,000 runtime seeds in child processes
   std::string only;                 // the letters of the parts to run ("g", "ad"); empty: all
+  int repeat = 3;                   // (a) is the median of this many rounds over the workloads
 };
 
-// Throws std::invalid_argument when --scale is not in (0, 100] or --only names a part that is not a..h.
+// Throws std::invalid_argument when --scale is not in (0, 100], --repeat not in [1, 20] or --only
+// names a part that is not a..h.
 void check_bench_options(const BenchOptions& options);
 int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err);
 

@@ -524,6 +524,28 @@ TEST_F(CliTest, BenchWritesEveryFigureAsJson) {
                          "d.replay_vs_run", "f.log.checking_share"})
     EXPECT_TRUE(ids.count(id)) << id;
   EXPECT_NE(r.out.find("<= 1.5"), std::string::npos) << r.out;
+  // (a) is the median of three rounds by default, each round's figure kept beside it.
+  for (const nlohmann::json& f : figures) {
+    if (f.at("id").get<std::string>().rfind("a.", 0) != 0) continue;
+    std::vector<double> runs = f.at("runs").get<std::vector<double>>();
+    ASSERT_EQ(runs.size(), 3u) << f.dump();
+    std::sort(runs.begin(), runs.end());
+    EXPECT_EQ(f.at("value").get<double>(), runs[1]) << f.dump();
+  }
+  EXPECT_NE(r.out.find("median of 3 rounds"), std::string::npos) << r.out;
+}
+
+// One round: (a)'s figure is that round's, and said to be no median.
+TEST_F(CliTest, BenchRepeatOneReportsTheOneRound) {
+  const std::string path = file("bench-a.json");
+  const Result r = durasim("bench --scale 0.05 --only a --repeat 1 --json '" + path + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const nlohmann::json& f : nlohmann::json::parse(read_text(path))) {
+    const std::vector<double> runs = f.at("runs").get<std::vector<double>>();
+    ASSERT_EQ(runs.size(), 1u) << f.dump();
+    EXPECT_EQ(f.at("value").get<double>(), runs[0]) << f.dump();
+  }
+  EXPECT_EQ(r.out.find("median"), std::string::npos) << r.out;
 }
 
 // (g) counts the event bus's reads per poll (events.md 11): exact numbers, in the engine's default
@@ -544,6 +566,14 @@ TEST_F(CliTest, BenchEventBusReadCountsAreTheSpecs) {
 
 TEST_F(CliTest, BenchRefusesBadOptions) {
   EXPECT_EQ(durasim("bench --only z").code, 2);
+}
+
+TEST_F(CliTest, BenchRefusesAnInvalidRepeat) {
+  for (const char* repeat : {"0", "21", "-1"}) {
+    const Result r = durasim(std::string("bench --only a --repeat ") + repeat);
+    EXPECT_EQ(r.code, 2) << repeat << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("--repeat"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(CliTest, BenchRefusesAnInvalidScale) {
