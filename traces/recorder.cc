@@ -152,9 +152,10 @@ class EventEncoder {
   }
   [[gnu::noinline]] void grow(std::size_t n) { out_.resize(std::max(out_.size() * 2, size_ + n + 256)); }
   void tag(char c) { *room(1) = c; }
-  void word(uint64_t w) {
+  void word(uint64_t w) { littleEndian(room(8), w); }
+  static void littleEndian(char* at, uint64_t w) {
     if constexpr (std::endian::native != std::endian::little) w = __builtin_bswap64(w);
-    store(room(8), w);
+    store(at, w);
   }
   void integer(int64_t i) {
     tag('i');
@@ -176,9 +177,7 @@ class EventEncoder {
   void replaced(const std::string& s) { bytes(json::parse(canonical_line(json(s))).get<std::string>()); }
   void bytes(std::string_view s) {
     char* at = room(8 + s.size());  // the length's word, then the bytes
-    uint64_t n = s.size();
-    if constexpr (std::endian::native != std::endian::little) n = __builtin_bswap64(n);
-    store(at, n);
+    littleEndian(at, s.size());
     copy(at + 8, s.data(), s.size());
   }
   // memcpy, with the short strings of most fields copied in place as two overlapping words.
