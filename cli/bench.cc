@@ -45,13 +45,6 @@ struct Figure {
   std::vector<double> runs = {};  // each round's value when `value` is their median
 };
 
-// The median of `values` (not empty): the middle one, or the mean of the two middle ones.
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 int scaled(double base, double scale) { return std::max(1, static_cast<int>(std::lround(base * scale))); }
@@ -97,19 +90,20 @@ int base_seeds(const std::string& workload) {
 // does not fall on one workload's every run).
 void workload_speed(double scale, int rounds, std::vector<Figure>& figures) {
   const std::vector<workloads::WorkloadInfo>& registry = workloads::workload_registry();
+  std::vector<int> seeds;
+  for (const workloads::WorkloadInfo& info : registry) seeds.push_back(scaled(base_seeds(info.name), scale));
   std::vector<std::vector<double>> seedsPerS(registry.size()), simPerWall(registry.size());
   for (int round = 0; round < rounds; ++round) {
     for (std::size_t w = 0; w < registry.size(); ++w) {
-      const int n = scaled(base_seeds(registry[w].name), scale);
-      const Timed t = time_seeds(config_for(registry[w].name), n);
-      seedsPerS[w].push_back(n / t.wall_s);
+      const Timed t = time_seeds(config_for(registry[w].name), seeds[w]);
+      seedsPerS[w].push_back(seeds[w] / t.wall_s);
       simPerWall[w].push_back(t.simulated_ms / (t.wall_s * 1000.0));
     }
   }
   const std::string of = rounds > 1 ? ", median of " + std::to_string(rounds) + " rounds" : "";
   for (std::size_t w = 0; w < registry.size(); ++w) {
     const std::string& name = registry[w].name;
-    const int n = scaled(base_seeds(name), scale);
+    const int n = seeds[w];
     const double perS = median(seedsPerS[w]), ratio = median(simPerWall[w]);
     const double floor = name == "log" ? 5'000 : 10'000;
     figures.push_back({"a." + name + ".seeds_per_s", name + ": seeds per second (" + std::to_string(n) + " seeds" + of + ")", perS, "seeds/s",
@@ -303,6 +297,12 @@ nlohmann::json to_json(const std::vector<Figure>& figures) {
 }
 
 }  // namespace
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 void check_bench_options(const BenchOptions& options) {
   if (!(options.scale > 0) || options.scale > 100) {

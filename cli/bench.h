@@ -12,6 +12,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace durasim::cli {
 
@@ -36,6 +37,9 @@ struct AppendCost {
   double engine_s = 0, raw_s = 0;
 };
 AppendCost measure_append_cost(int batches);
+
+// The median of `values` (not empty): the middle one, or the mean of the two middle ones.
+double median(std::vector<double> values);
 
 // (g): the reads of one poll (the store's counters) and, for idle polls, their median wall time.
 struct PollCost {

@@ -150,9 +150,7 @@ PollCost idlePolls(BenchWorld& bench, const char* consumer, int polls) {
     const nlohmann::json r = bench.call("poll", {{"consumer", consumer}}, &s);
     cost = {r.at("lists").get<int64_t>(), r.at("gets").get<int64_t>(), 0};
   }
-  const auto middle = seconds.begin() + polls / 2;
-  std::nth_element(seconds.begin(), middle, seconds.end());
-  cost.seconds = *middle;
+  cost.seconds = median(std::move(seconds));
   return cost;
 }
 

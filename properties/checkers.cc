@@ -36,7 +36,7 @@ std::string_view opened_phase(const sim::TraceEvent& event) {
 }
 // The phase a "phase" event opens ("" for any other event): every family asks at every event.
 [[gnu::always_inline]] inline std::string_view phase_of(const sim::TraceEvent& event) {
-  return EventType(event.type()) == "phase" ? opened_phase(event) : "";
+  return event.is("phase") ? opened_phase(event) : "";
 }
 
 StoreReader reader_of(const sim::StoreView& stores) {
