@@ -62,7 +62,7 @@ std::string describe(const std::vector<HbStep>& path) {
 HappensBefore::HappensBefore() = default;
 HappensBefore::~HappensBefore() = default;
 
-uint32_t HappensBefore::intern(std::string_view s) {
+uint32_t HappensBefore::lookup(std::string_view s) {
   const auto found = nameIds_.find(s);
   if (found != nameIds_.end()) return found->second;
   const auto id = static_cast<uint32_t>(names_.size());

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -126,8 +127,16 @@ class HappensBefore {
     std::vector<std::unique_ptr<T[]>> chunks_;
     std::size_t size_ = 0;
   };
-  uint32_t intern(std::string_view s);
   static constexpr uint32_t kNoName = UINT32_MAX;
+  // The id of name `s`; the name found last for text at s's address is tried first (event types are
+  // mostly string literals: one comparison of their text instead of a hash and a lookup).
+  uint32_t intern(std::string_view s) {
+    Recent& recent = recent_[(reinterpret_cast<std::uintptr_t>(s.data()) >> 3 ^ s.size()) % kRecent];
+    if (recent.data == s.data() && recent.id != kNoName && names_[recent.id] == s) return recent.id;
+    recent = Recent{s.data(), lookup(s)};
+    return recent.id;
+  }
+  uint32_t lookup(std::string_view s);
 
   Chunked<NodeInfo> nodes_;
   Chunked<EdgeInfo> edges_;
@@ -138,6 +147,12 @@ class HappensBefore {
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> nameIds_;
   uint32_t lastWho_ = kNoName;  // the name of the last node's object or client
+  struct Recent {
+    const char* data = nullptr;
+    uint32_t id = kNoName;
+  };
+  static constexpr std::size_t kRecent = 64;
+  std::array<Recent, kRecent> recent_{};
 };
 
 // Builds a HappensBefore graph from trace events (docs/log-trace-events.md, docs/outbox-trace-events.md,
@@ -196,7 +211,8 @@ class HistoryGraph {
 
   bool follows(std::string_view label) const { return !options_.follows || options_.follows(label); }
   Object& object(const std::string& label);
-  Node add(const EventFields& e, std::string_view ev, std::string_view who);
+  // A node for the event being observed, of type `ev` on `who`.
+  Node add(std::string_view ev, std::string_view who);
   void chain(Object& o, int64_t incarnation, Node n);
   void onObjectEvent(const EventFields& e, EventType ev, const std::string& label, int64_t incarnation);
   void onRpc(const EventFields& e, EventType ev);
@@ -222,6 +238,7 @@ class HistoryGraph {
   sim::Tallies* tallies_;
   HappensBefore graph_;
   uint64_t next_index_ = 0;
+  int64_t eventTime_ = 0;  // the "t" of the event being observed (0: none)
   std::map<std::string, Object, std::less<>> objects_;
   Object* lastObject_ = nullptr;  // the one object() returned last
   std::unordered_map<uint64_t, Call> calls_;

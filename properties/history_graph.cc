@@ -67,8 +67,8 @@ HistoryGraph::Object& HistoryGraph::object(const std::string& label) {
   return o;
 }
 
-HistoryGraph::Node HistoryGraph::add(const EventFields& e, std::string_view ev, std::string_view who) {
-  return graph_.add(next_index_ - 1, intField(e, "t").value_or(0), ev, who);
+HistoryGraph::Node HistoryGraph::add(std::string_view ev, std::string_view who) {
+  return graph_.add(next_index_ - 1, eventTime_, ev, who);
 }
 
 void HistoryGraph::chain(Object& o, int64_t incarnation, Node n) {
@@ -82,18 +82,19 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
   ++next_index_;
   const EventType ev = header.type();
   if (ev.empty()) return;
+  eventTime_ = header.has_t() ? header.t() : 0;
   const EventFields& event = header.fields();
   try {
     if (const std::string* label = header.object()) {
       if (follows(*label)) {
         if (const std::optional<int64_t> incarnation = intField(event, "incarnation")) return onObjectEvent(event, ev, *label, *incarnation);
       }
-      if (options_.everyEvent) add(event, ev, *label);
+      if (options_.everyEvent) add(ev, *label);
       return;
     }
     if (ev.starts_with("rpc.")) return onRpc(event, ev);
     if (ev.starts_with("app.")) return onApp(event, ev);
-    if (options_.everyEvent) add(event, ev, "");
+    if (options_.everyEvent) add(ev, "");
   } catch (const json::exception&) {
     // A malformed event: the checkers that read it report it; the graph keeps what it had.
   }
@@ -101,7 +102,7 @@ void HistoryGraph::observe(const sim::TraceEvent& header) {
 
 void HistoryGraph::onObjectEvent(const EventFields& e, EventType ev, const std::string& label, int64_t incarnation) {
   Object& o = object(label);
-  const Node n = add(e, ev, label);
+  const Node n = add(ev, label);
   if (ev == "incarnation.start") {
     graph_.edge(o.last, n, HbEdge::restart);
     o.live = incarnation;
@@ -204,7 +205,7 @@ void HistoryGraph::onObjectEvent(const EventFields& e, EventType ev, const std::
 void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
   const std::optional<int64_t> id = intField(e, "call");
   if (!id) {
-    if (options_.everyEvent) add(e, ev, "");
+    if (options_.everyEvent) add(ev, "");
     return;
   }
   const auto call = static_cast<uint64_t>(*id);
@@ -213,10 +214,10 @@ void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
     const std::string* from = textField(e, "from");
     const bool callerFollowed = from && *from != "client" && follows(*from);
     if (!to || (!follows(*to) && !callerFollowed)) {
-      if (options_.everyEvent) add(e, ev, from ? *from : "");
+      if (options_.everyEvent) add(ev, from ? *from : "");
       return;
     }
-    const Node n = add(e, ev, from ? *from : "");
+    const Node n = add(ev, from ? *from : "");
     if (callerFollowed) {
       Object& caller = object(*from);
       chain(caller, caller.live, n);
@@ -229,12 +230,12 @@ void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
   }
   const auto found = calls_.find(call);
   if (found == calls_.end()) {
-    if (options_.everyEvent) add(e, ev, "");
+    if (options_.everyEvent) add(ev, "");
     return;
   }
   Call& c = found->second;
   if (ev == "rpc.deliver") {
-    const Node n = add(e, ev, c.to);
+    const Node n = add(ev, c.to);
     c.incarnation = intField(e, "incarnation").value_or(0);
     chain(object(c.to), c.incarnation, n);
     graph_.edge(c.call, n, HbEdge::message);
@@ -242,11 +243,11 @@ void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
     return;
   }
   if (ev != "rpc.reply" && ev != "rpc.fail") {
-    if (options_.everyEvent) add(e, ev, c.from);
+    if (options_.everyEvent) add(ev, c.from);
     return;
   }
   // The caller receives the answer (a reply the callee's gate released, or the failure).
-  const Node n = add(e, ev, c.from);
+  const Node n = add(ev, c.from);
   graph_.edge(c.deliver != HappensBefore::kNone ? c.deliver : c.call, n, HbEdge::message);
   if (ev == "rpc.reply" && c.deliver != HappensBefore::kNone) {
     // The k-th reply received from an incarnation needed the k-th release of its output gate.
@@ -264,7 +265,7 @@ void HistoryGraph::onRpc(const EventFields& e, EventType ev) {
 void HistoryGraph::onApp(const EventFields& e, EventType ev) {
   const std::string* partition = textField(e, "partition");
   if (partition && !follows(*partition)) {
-    if (options_.everyEvent) add(e, ev, *partition);
+    if (options_.everyEvent) add(ev, *partition);
     return;
   }
   // The client whose program order the event continues: a consumer group, a producer, a leaser.
@@ -278,7 +279,7 @@ void HistoryGraph::onApp(const EventFields& e, EventType ev) {
     }
   const bool read = options_.logOffsets && partition && (ev == log_events::kAppConsume || ev == log_events::kAppProbe);
   if (client.empty() && !read && !options_.everyEvent) return;
-  const Node n = add(e, ev, !client.empty() ? client : partition ? *partition : std::string());
+  const Node n = add(ev, !client.empty() ? client : partition ? *partition : std::string());
   if (!client.empty()) {
     Node& last = clients_.try_emplace(client, HappensBefore::kNone).first->second;
     graph_.edge(last, n, HbEdge::program);

@@ -22,14 +22,34 @@ Executor::Executor(SimClock& clock, RandomSource& random)
     : clock_(clock), random_(random), order_stream_(random.stream("executor.order")) {}
 
 TimerId Executor::at(SimTime when, Callback fn) {
-  const TimerId id = next_id_++;
-  callbacks_.emplace(id, std::move(fn));
+  std::size_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    if (slots_.size() > kSlotMask) throw RunawayError("runaway: more than " + std::to_string(kSlotMask) + " timers pending at once");
+    slot = slots_.size();
+    slots_.emplace_back();
+  }
+  const TimerId id = (next_sequence_++ << kSlotBits) | slot;
+  slots_[slot] = Slot{id, std::move(fn)};
+  ++live_;
   heap_.push(Entry{when < clock_.now() ? clock_.now() : when, id});
   return id;
 }
 
+Executor::Callback Executor::take(TimerId id) {
+  Slot& slot = slots_[slot_of(id)];
+  Callback callback = std::move(slot.callback);
+  slot = Slot{};
+  free_slots_.push_back(static_cast<uint32_t>(slot_of(id)));
+  --live_;
+  return callback;
+}
+
 bool Executor::cancel(TimerId id) {
-  if (callbacks_.erase(id) == 0) return false;
+  if (id == kNoTimer || slot_of(id) >= slots_.size() || !live(id)) return false;
+  take(id);
   for (std::size_t i = 0; i < ready_.size(); ++i) {
     if (ready_[i] == id) {
       ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -37,14 +57,14 @@ bool Executor::cancel(TimerId id) {
     }
   }
   // Keep the heap's top live, so next_due() never reports the time of a cancelled timer.
-  while (!heap_.empty() && !callbacks_.count(heap_.top().id)) heap_.pop();
+  while (!heap_.empty() && !live(heap_.top().id)) heap_.pop();
   return true;
 }
 
 std::optional<SimTime> Executor::next_due() const {
   if (!ready_.empty()) return clock_.now();
   // Cancelled entries may linger in the heap; they are skipped when reached.
-  if (callbacks_.empty() || heap_.empty()) return std::nullopt;
+  if (live_ == 0 || heap_.empty()) return std::nullopt;
   return heap_.top().when;
 }
 
@@ -53,7 +73,7 @@ void Executor::gather_due() {
   while (!heap_.empty() && heap_.top().when <= clock_.now()) {
     const TimerId id = heap_.top().id;
     heap_.pop();
-    if (callbacks_.count(id)) ready_.push_back(id);
+    if (live(id)) ready_.push_back(id);
   }
 }
 
@@ -94,7 +114,7 @@ bool Executor::run_one(SimTime horizon) {
   gather_due();
   bool jumped = false;
   while (ready_.empty()) {
-    while (!heap_.empty() && !callbacks_.count(heap_.top().id)) heap_.pop();
+    while (!heap_.empty() && !live(heap_.top().id)) heap_.pop();
     if (heap_.empty() || heap_.top().when > horizon) return false;
     clock_.advance_to(heap_.top().when);
     jumped = true;
@@ -103,11 +123,11 @@ bool Executor::run_one(SimTime horizon) {
   const std::size_t pick = choose_ready();
   const TimerId id = ready_[pick];
   ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(pick));
-  auto node = callbacks_.extract(id);
-  assert(!node.empty());
-  enforce_limits(node.mapped());
+  assert(live(id));
+  Callback callback = take(id);
+  enforce_limits(callback);
   ++events_run_;
-  node.mapped()();
+  callback();
   // sim.mutant.clock_step_back: events still due at the new time run 1 ms in its past (RT-02).
   if (jumped && mutants_.clock_step_back && ++idle_jumps_ % kStepBackEveryIdleJumps == 0) clock_.step_back(1);
   return true;

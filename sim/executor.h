@@ -4,7 +4,9 @@
 // is a recorded choice (stream "executor.order") whenever there is more than one: different seeds
 // explore different interleavings and a trace pins the one taken. Keeps RT-02 (the clock never moves
 // back) and its share of RT-23 (the tie-break is recorded), which the mutants clock_step_back and
-// unrecorded_choice break (sim/mutants.h).
+// unrecorded_choice break (sim/mutants.h). A pending timer's callback waits in a slot of a vector
+// whose free slots are reused; its TimerId is its sequence number above its slot's index, so ids
+// order as sequence numbers do and finding a timer is an index, not a hash.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <optional>
 #include <queue>
 #include <stdexcept>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/mutants.h"
@@ -80,11 +81,11 @@ class Executor {
   // clock_step_back: the clock moves back after every this many idle jumps.
   static constexpr uint64_t kStepBackEveryIdleJumps = 4;
 
-  bool idle() const { return callbacks_.empty(); }
-  std::size_t pending() const { return callbacks_.size(); }
+  bool idle() const { return live_ == 0; }
+  std::size_t pending() const { return live_; }
   std::optional<SimTime> next_due() const;
   uint64_t events_run() const { return events_run_; }
-  uint64_t scheduled() const { return next_id_ - 1; }  // timers ever scheduled
+  uint64_t scheduled() const { return next_sequence_ - 1; }  // timers ever scheduled
   SimClock& clock() { return clock_; }
 
  private:
@@ -93,6 +94,17 @@ class Executor {
     TimerId id;
     bool operator>(const Entry& other) const { return when != other.when ? when > other.when : id > other.id; }
   };
+  // A callback's place; `id` is the timer holding it (kNoTimer: free).
+  struct Slot {
+    TimerId id = kNoTimer;
+    Callback callback;
+  };
+  static constexpr int kSlotBits = 24;  // at most 2^24 timers pending at once
+  static constexpr TimerId kSlotMask = (TimerId{1} << kSlotBits) - 1;
+  static std::size_t slot_of(TimerId id) { return static_cast<std::size_t>(id & kSlotMask); }
+  bool live(TimerId id) const { return slots_[slot_of(id)].id == id; }
+  // REQUIRES: live(id). Frees the timer's slot and hands back its callback.
+  Callback take(TimerId id);
   void gather_due();
   // The index in ready_ of the event to run next: a recorded choice among several.
   std::size_t choose_ready();
@@ -103,9 +115,11 @@ class Executor {
   RandomSource& random_;
   StreamId order_stream_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
-  std::vector<TimerId> ready_;                          // due now; the next to run is chosen
-  std::unordered_map<TimerId, Callback> callbacks_;     // pending timers (lookup only)
-  TimerId next_id_ = 1;
+  std::vector<TimerId> ready_;       // due now; the next to run is chosen
+  std::vector<Slot> slots_;          // the pending timers' callbacks
+  std::vector<uint32_t> free_slots_;  // indexes in slots_ to reuse, the last freed first
+  std::size_t live_ = 0;             // timers pending
+  uint64_t next_sequence_ = 1;
   uint64_t events_run_ = 0;
   EventLimits limits_;
   SimTime instant_ = -1;         // the time of the last event run

@@ -45,6 +45,7 @@ class TraceEvent {
   }
   // The "t" field; throws nlohmann::json's error when the event has no integer "t".
   int64_t t() const { return has_t_ ? t_ : fields_->at("t").get<int64_t>(); }
+  bool has_t() const { return has_t_; }  // the event has an integer "t"
   // The "object" field's label, or null.
   const std::string* object() const { return object_; }
 

@@ -1,11 +1,13 @@
 // The simulated clock and executor (sim/executor.h): time order, same-time order as a recorded
-// choice in stream "executor.order" (and reproduced on replay), cancel, past timers, run_one's
-// horizon, idle-time skipping, a clock that never moves backwards, and the runaway bounds.
+// choice in stream "executor.order" (and reproduced on replay), cancel (also of a timer whose slot a
+// later timer took), past timers, run_one's horizon, idle-time skipping, a clock that never moves
+// backwards, and the runaway bounds.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -167,6 +169,41 @@ TEST(Executor, CancelPreventsRunning) {
   EXPECT_FALSE(rig.executor.cancel(tb)) << "cancel of a timer that already ran";
   EXPECT_FALSE(rig.executor.cancel(12345)) << "cancel of an unknown id";
   EXPECT_EQ(rig.clock.now(), kStart + 20);
+}
+
+TEST(Executor, AReusedSlotDoesNotReviveACancelledTimer) {
+  Rig rig;
+  bool a = false, b = false;
+  const TimerId ta = rig.executor.after(10, [&] { a = true; });
+  ASSERT_TRUE(rig.executor.cancel(ta));
+  const TimerId tb = rig.executor.after(10, [&] { b = true; });  // takes the slot ta left
+  EXPECT_GT(tb, ta) << "a later timer has the larger id, whatever slot it holds (the same-time order)";
+  EXPECT_FALSE(rig.executor.cancel(ta)) << "the cancelled id must not name the slot's new timer";
+  EXPECT_EQ(rig.executor.pending(), 1u);
+  EXPECT_EQ(rig.drain(), 1u);
+  EXPECT_FALSE(a);
+  EXPECT_TRUE(b);
+}
+
+TEST(Executor, ACallbackDroppedByCancelMayCancelAnotherTimer) {
+  // A callback's captures are destroyed when it is cancelled; their destructor may call the
+  // executor again (a frame's timer guard cancelling its sibling's timer).
+  Rig rig;
+  TimerId sibling = kNoTimer;
+  bool sibling_cancelled = false;
+  struct Guard {
+    std::function<void()> on_drop;
+    ~Guard() { on_drop(); }
+  };
+  auto guard = std::make_shared<Guard>();
+  guard->on_drop = [&] { sibling_cancelled = rig.executor.cancel(sibling); };
+  const TimerId owner = rig.executor.after(10, [guard] {});
+  guard.reset();
+  sibling = rig.executor.after(20, [] { FAIL() << "the sibling was cancelled"; });
+  ASSERT_TRUE(rig.executor.cancel(owner));
+  EXPECT_TRUE(sibling_cancelled);
+  EXPECT_TRUE(rig.executor.idle());
+  EXPECT_EQ(rig.drain(), 0u);
 }
 
 TEST(Executor, CancelOfAReadyEventFromAnotherEvent) {
