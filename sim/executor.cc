@@ -27,7 +27,7 @@ TimerId Executor::at(SimTime when, Callback fn) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    if (slots_.size() > kSlotMask) throw RunawayError("runaway: more than " + std::to_string(kSlotMask) + " timers pending at once");
+    if (slots_.size() > kSlotMask) throw RunawayError("runaway: more than " + std::to_string(kSlotMask + 1) + " timers pending at once");
     slot = slots_.size();
     slots_.emplace_back();
   }
