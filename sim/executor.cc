@@ -33,7 +33,6 @@ TimerId Executor::at(SimTime when, Callback fn) {
   }
   const TimerId id = (next_sequence_++ << kSlotBits) | slot;
   slots_[slot] = Slot{id, std::move(fn)};
-  ++live_;
   heap_.push(Entry{when < clock_.now() ? clock_.now() : when, id});
   return id;
 }
@@ -43,7 +42,6 @@ Executor::Callback Executor::take(TimerId id) {
   Callback callback = std::move(slot.callback);
   slot = Slot{};
   free_slots_.push_back(static_cast<uint32_t>(slot_of(id)));
-  --live_;
   return callback;
 }
 
@@ -64,7 +62,7 @@ bool Executor::cancel(TimerId id) {
 std::optional<SimTime> Executor::next_due() const {
   if (!ready_.empty()) return clock_.now();
   // Cancelled entries may linger in the heap; they are skipped when reached.
-  if (live_ == 0 || heap_.empty()) return std::nullopt;
+  if (idle() || heap_.empty()) return std::nullopt;
   return heap_.top().when;
 }
 

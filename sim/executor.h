@@ -81,8 +81,8 @@ class Executor {
   // clock_step_back: the clock moves back after every this many idle jumps.
   static constexpr uint64_t kStepBackEveryIdleJumps = 4;
 
-  bool idle() const { return live_ == 0; }
-  std::size_t pending() const { return live_; }
+  bool idle() const { return pending() == 0; }
+  std::size_t pending() const { return slots_.size() - free_slots_.size(); }
   std::optional<SimTime> next_due() const;
   uint64_t events_run() const { return events_run_; }
   uint64_t scheduled() const { return next_sequence_ - 1; }  // timers ever scheduled
@@ -118,7 +118,6 @@ class Executor {
   std::vector<TimerId> ready_;       // due now; the next to run is chosen
   std::vector<Slot> slots_;          // the pending timers' callbacks
   std::vector<uint32_t> free_slots_;  // indexes in slots_ to reuse, the last freed first
-  std::size_t live_ = 0;             // timers pending
   uint64_t next_sequence_ = 1;
   uint64_t events_run_ = 0;
   EventLimits limits_;
