@@ -354,7 +354,9 @@ class ObjectStorage {
 class StubChannel {
  public:
   virtual ~StubChannel() = default;
-  virtual Task<nlohmann::json> call(std::string method, nlohmann::json args) = 0;  // throws RpcError
+  // Throws RpcError. The Task keeps the channel alive until it is destroyed, so that a call
+  // outlives the Stub that made it.
+  virtual Task<nlohmann::json> call(std::string method, nlohmann::json args) = 0;
   virtual bool broken() const = 0;
 };
 
@@ -363,11 +365,7 @@ class StubChannel {
 class Stub {
  public:
   explicit Stub(std::shared_ptr<StubChannel> channel) : channel_(std::move(channel)) {}
-  Task<nlohmann::json> call(std::string method, nlohmann::json args) {
-    std::shared_ptr<StubChannel> channel = channel_;  // the frame keeps the channel alive
-    Task<nlohmann::json> calling = channel->call(std::move(method), std::move(args));
-    co_return co_await calling;
-  }
+  Task<nlohmann::json> call(std::string method, nlohmann::json args) { return channel_->call(std::move(method), std::move(args)); }
   bool broken() const { return channel_->broken(); }
 
  private:

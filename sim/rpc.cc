@@ -37,18 +37,26 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
 
   bool broken() const override { return broken_ != nullptr; }
 
+  // The call's frame holds the channel, so a call outlives every Stub that named it.
   Task<nlohmann::json> call(std::string method, nlohmann::json args) override {
-    if (broken_) std::rethrow_exception(broken_);
-    auto outcome = std::make_shared<Reply>(runtime_.world().executor());
-    in_flight_.push_back(outcome);
-    const uint64_t call_id = runtime_.next_call_id();
-    runtime_.world().emit(
-        "rpc.call",
-        EventFields().add("call", call_id).add("stub", id_).add("from", caller_label()).add("to", callee_label()).add("method", method));
-    auto self = shared_from_this();
+    return run(shared_from_this(), std::move(method), std::move(args));
+  }
+
+ private:
+  static Task<nlohmann::json> run(std::shared_ptr<SimStubChannel> self, std::string method, nlohmann::json args) {
+    if (self->broken_) std::rethrow_exception(self->broken_);
+    auto outcome = std::make_shared<Reply>(self->runtime_.world().executor());
+    self->in_flight_.push_back(outcome);
+    const uint64_t call_id = self->runtime_.next_call_id();
+    self->runtime_.world().emit("rpc.call", EventFields()
+                                                .add("call", call_id)
+                                                .add("stub", self->id_)
+                                                .add("from", self->caller_label())
+                                                .add("to", self->callee_label())
+                                                .add("method", method));
     // The request is sent once: the output gate releases it, or a broken gate drops it.
     auto send = [self, call_id, method, args = std::move(args), outcome]() mutable { self->send(call_id, method, std::move(args), outcome); };
-    Incarnation* caller = live_caller();
+    Incarnation* caller = self->live_caller();
     if (caller) {
       caller->begin_external_wait();
       caller->hold("call", std::move(send), [] {});
@@ -56,17 +64,15 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
       send();
     }
     struct Leave {
-      ObjectRuntime& runtime;
       SimObject* object;
       int64_t incarnation;
       ~Leave() {
         if (object && object->live() && object->live()->number() == incarnation) object->live()->end_external_wait();
       }
-    } leave{runtime_, caller_object_, caller_incarnation_};
+    } leave{self->caller_object_, self->caller_incarnation_};
     co_return co_await *outcome;
   }
 
- private:
   Incarnation* live_caller() const {
     if (!caller_object_ || !caller_object_->live() || caller_object_->live()->number() != caller_incarnation_) return nullptr;
     return caller_object_->live();
@@ -86,13 +92,14 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
         (caller_object_ && runtime_.partitioned(caller_object_->label()))) {
       const bool overload = !runtime_.partitioned(callee_label()) && !(caller_object_ && runtime_.partitioned(caller_object_->label()));
       world.executor().after(request_latency, [self, call_id, outcome, overload] {
-        self->fail(call_id, outcome, overload ? overloaded() : connection_lost(), "not_delivered");
+        if (overload) self->fail(call_id, outcome, overloaded(), kOverloaded, "not_delivered");
+        else self->fail(call_id, outcome, connection_lost(), kConnectionLost, "not_delivered");
       });
       return;
     }
     if (faults.fires(FaultKind::rpc_request_lost, site)) {
       world.executor().after(request_latency + reply_latency, [self, call_id, outcome] {
-        self->fail(call_id, outcome, connection_lost(), "request_lost");
+        self->fail(call_id, outcome, connection_lost(), kConnectionLost, "request_lost");
       });
       return;
     }
@@ -149,19 +156,23 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     co_await world.sleep_for(latency + stall);
     if (outcome->settled()) co_return;  // the stub died meanwhile: the caller already has its error
     if (!error && (faults.fires(FaultKind::rpc_reply_lost, site) || self->runtime_.partitioned(self->callee_label()))) {
-      self->fail(call_id, outcome, connection_lost(), "reply_lost");
+      self->fail(call_id, outcome, connection_lost(), kConnectionLost, "reply_lost");
       co_return;
     }
     if (error) {
       bool breaks = true;
+      std::string message;
       try {
         std::rethrow_exception(error);
       } catch (const RpcError& e) {
         breaks = !e.remote() || self->runtime_.options().remote_error_breaks_stub;
+        message = e.what();
+      } catch (const std::exception& e) {
+        message = e.what();
       } catch (...) {
       }
       if (breaks) {
-        self->fail(call_id, outcome, error, "error");
+        self->fail(call_id, outcome, error, message, "error");
       } else {
         world.emit("rpc.reply", EventFields().add("call", call_id).add("ok", false));
         std::erase(self->in_flight_, outcome);
@@ -174,14 +185,9 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
     outcome->set_value(std::move(*value));
   }
 
-  // A failure kills the stub: this call and every call in flight on it fail with the same error.
-  void fail(uint64_t call_id, const std::shared_ptr<Reply>& outcome, std::exception_ptr error, const char* how) {
-    std::string message;
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      message = e.what();
-    }
+  // A failure kills the stub: this call and every call in flight on it fail with the same error,
+  // whose what() is `message`.
+  void fail(uint64_t call_id, const std::shared_ptr<Reply>& outcome, std::exception_ptr error, std::string_view message, const char* how) {
     runtime_.world().emit("rpc.fail", {{"call", call_id}, {"stub", id_}, {"how", how}, {"error", message}});
     if (!broken_) broken_ = error;
     std::vector<std::shared_ptr<Reply>> all = std::move(in_flight_);

@@ -2,6 +2,7 @@
 #include "sim/tally.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/executor.h"
 
@@ -56,16 +57,42 @@ Tallies& Tallies::operator=(const Tallies& other) {
   return *this;
 }
 
+Tallies& Tallies::operator=(Tallies&& other) noexcept {
+  if (this != &other) {
+    by_id_ = std::move(other.by_id_);
+    short_bits_ = std::exchange(other.short_bits_, kInitialShortBits);
+    short_index_ = std::exchange(other.short_index_, empty_short_index());
+    short_count_ = std::exchange(other.short_count_, 0);
+    other.by_id_.clear();
+  }
+  return *this;
+}
+
 InvariantTally& Tallies::add_entry(std::string_view id) {
   const auto [entry, added] = by_id_.try_emplace(std::string(id));
-  if (id.size() <= kPackedMax) short_index_.emplace(packed(id), &entry->second);
+  if (id.size() <= kPackedMax) index_short(packed(id), &entry->second);
   return entry->second;
 }
 
+void Tallies::index_short(uint64_t key, InvariantTally* tally) {
+  if (2 * (short_count_ + 1) > short_index_.size()) {  // keep the table at most half full
+    std::vector<ShortSlot> old = std::exchange(short_index_, std::vector<ShortSlot>(2 * short_index_.size()));
+    ++short_bits_;
+    short_count_ = 0;
+    for (const ShortSlot& slot : old)
+      if (slot.tally != nullptr) index_short(slot.key, slot.tally);
+  }
+  std::size_t i = slot_of(key);
+  while (short_index_[i].tally != nullptr) i = (i + 1) & (short_index_.size() - 1);
+  short_index_[i] = ShortSlot{key, tally};
+  ++short_count_;
+}
+
 void Tallies::reindex() {
-  short_index_.clear();
+  short_index_.assign(short_index_.size(), ShortSlot{});
+  short_count_ = 0;
   for (auto& [id, tally] : by_id_)
-    if (id.size() <= kPackedMax) short_index_.emplace(packed(id), &tally);
+    if (id.size() <= kPackedMax) index_short(packed(id), &tally);
 }
 
 void Tallies::merge(const Tallies& other) {

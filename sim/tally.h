@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace durasim::sim {
@@ -46,8 +46,9 @@ class Tallies {
   Tallies() = default;
   Tallies(const Tallies& other) : by_id_(other.by_id_) { reindex(); }
   Tallies& operator=(const Tallies& other);
-  Tallies(Tallies&&) = default;  // map nodes move with the map: the index stays valid
-  Tallies& operator=(Tallies&&) = default;
+  // Map nodes move with the map, so the index stays valid; the source is left empty and usable.
+  Tallies(Tallies&& other) noexcept { *this = std::move(other); }
+  Tallies& operator=(Tallies&& other) noexcept;
 
   // Counts one check of `id`; `message()` is evaluated only when `ok` is false.
   template <class Message>
@@ -73,10 +74,16 @@ class Tallies {
  private:
   // The tally of `id`, created empty on first use. Checks run hundreds of thousands of times a
   // seed, so an ID of up to 7 bytes (every catalogue ID: "LOG-02", "CORE-01") is found by its bytes
-  // and length packed into one integer; a longer one through the ordered map.
+  // and length packed into one integer, in an open-addressed table (linear probing, at most half
+  // full); a longer one through the ordered map.
   InvariantTally& of(std::string_view id) {
     if (id.size() <= kPackedMax) {
-      if (const auto found = short_index_.find(packed(id)); found != short_index_.end()) return *found->second;
+      const uint64_t key = packed(id);
+      for (std::size_t i = slot_of(key);; i = (i + 1) & (short_index_.size() - 1)) {
+        const ShortSlot& slot = short_index_[i];
+        if (slot.tally == nullptr) break;
+        if (slot.key == key) return *slot.tally;
+      }
     } else if (const auto found = by_id_.find(id); found != by_id_.end()) {
       return found->second;
     }
@@ -89,11 +96,25 @@ class Tallies {
     for (std::size_t i = 0; i < id.size(); ++i) key |= uint64_t{static_cast<unsigned char>(id[i])} << (8 * i);
     return key;
   }
+  // The first slot to probe for `key` (Fibonacci hashing onto the table's power-of-two size).
+  std::size_t slot_of(uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - short_bits_));
+  }
   InvariantTally& add_entry(std::string_view id);
+  void index_short(uint64_t key, InvariantTally* tally);
   void reindex();
 
-  ById by_id_;                                                // reports walk it in ID order
-  std::unordered_map<uint64_t, InvariantTally*> short_index_;  // packed ID -> by_id_'s entry
+  struct ShortSlot {
+    uint64_t key = 0;
+    InvariantTally* tally = nullptr;  // null: the slot is free
+  };
+  static constexpr unsigned kInitialShortBits = 4;
+  static std::vector<ShortSlot> empty_short_index() { return std::vector<ShortSlot>(std::size_t{1} << kInitialShortBits); }
+
+  ById by_id_;                                                 // reports walk it in ID order
+  unsigned short_bits_ = kInitialShortBits;                    // short_index_ has 2^short_bits_ slots
+  std::vector<ShortSlot> short_index_ = empty_short_index();  // packed ID -> by_id_'s entry
+  std::size_t short_count_ = 0;                                // slots in use
 };
 
 }  // namespace durasim::sim
