@@ -32,6 +32,12 @@ class OneShot {
   };
 
  public:
+  // A settled result as a value: the value, or the error (non-null).
+  struct Outcome {
+    std::optional<T> value;
+    std::exception_ptr error;
+  };
+
   explicit OneShot(Executor& executor) : state_(std::make_shared<State>()) { state_->executor = &executor; }
 
   bool settled() const { return state_->settled; }
@@ -71,18 +77,32 @@ class OneShot {
       parked_ = true;
     }
     T await_resume() {
+      Outcome outcome = take();
+      if (outcome.error) std::rethrow_exception(outcome.error);
+      return std::move(*outcome.value);
+    }
+
+   protected:
+    Outcome take() {
       parked_ = false;
       state_->waiter.reset();
-      if (state_->error) std::rethrow_exception(state_->error);
-      return std::move(*state_->value);
+      if (state_->error) return Outcome{std::nullopt, state_->error};
+      return Outcome{std::move(state_->value), nullptr};
     }
 
    private:
     std::shared_ptr<State> state_;
     bool parked_ = false;
   };
+  // Awaits the result without throwing its error: the error comes back as a value.
+  class OutcomeAwaiter : public Awaiter {
+   public:
+    using Awaiter::Awaiter;
+    Outcome await_resume() { return Awaiter::take(); }
+  };
 
   Awaiter operator co_await() const { return Awaiter(state_); }
+  OutcomeAwaiter outcome() const { return OutcomeAwaiter(state_); }
 
  private:
   void settle() {

@@ -70,7 +70,9 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
         if (object && object->live() && object->live()->number() == incarnation) object->live()->end_external_wait();
       }
     } leave{self->caller_object_, self->caller_incarnation_};
-    co_return co_await *outcome;
+    Reply::Outcome reply = co_await outcome->outcome();
+    if (reply.error) co_return Rethrow{std::move(reply.error)};
+    co_return std::move(*reply.value);
   }
 
   Incarnation* live_caller() const {
@@ -140,13 +142,9 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
                                   std::shared_ptr<Reply> outcome, int64_t latency) {
     World& world = self->runtime_.world();
     FaultInjector& faults = self->runtime_.faults();
-    std::optional<nlohmann::json> value;
-    std::exception_ptr error;
-    try {
-      value = co_await *reply;
-    } catch (...) {
-      error = std::current_exception();
-    }
+    Reply::Outcome replied = co_await reply->outcome();
+    std::optional<nlohmann::json>& value = replied.value;
+    std::exception_ptr& error = replied.error;
     const FaultSite site{self->callee_label(), 0, "reply"};
     int64_t stall = 0;
     faults.fires(FaultKind::rpc_stall, site, [&] {

@@ -245,6 +245,31 @@ TEST(TaskPropagation, ExceptionThroughNestedAwaitsAcrossSleeps) {
   EXPECT_EQ(h.world.now(), kStart + 5);
 }
 
+// Finishes with `error` handed on as a value (co_return Rethrow), never thrown in this frame.
+Task<int> hand_on(std::exception_ptr error, Lifetimes* lifetimes, int* continued) {
+  Counted local(lifetimes);
+  if (error) co_return Rethrow{error};
+  ++*continued;
+  co_return 7;
+}
+
+TEST(TaskPropagation, AnErrorHandedOnAsAValueIsThrownInTheParent) {
+  Lifetimes lifetimes;
+  int continued = 0;
+  const std::exception_ptr planned = std::make_exception_ptr(Planned("handed on"));
+  EXPECT_EQ(run_sync(catch_at_top(hand_on(planned, &lifetimes, &continued))), "caught: handed on");
+  EXPECT_EQ(continued, 0);
+  EXPECT_EQ(run_sync(catch_at_top(hand_on(nullptr, &lifetimes, &continued))), "no exception");
+  EXPECT_EQ(continued, 1);
+  EXPECT_EQ(lifetimes.made, 2);
+  EXPECT_EQ(lifetimes.destroyed, 2);
+
+  Task<int> bare = hand_on(planned, &lifetimes, &continued);
+  bare.handle().resume();
+  ASSERT_TRUE(bare.done());
+  EXPECT_THROW(bare.result(), Planned) << "a host reading the root's result gets the error";
+}
+
 Task<void> fail_after(sim::World& world, SimTime ms) {
   co_await world.sleep_for(ms);
   throw Planned("root failure");
