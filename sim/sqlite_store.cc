@@ -556,7 +556,7 @@ std::optional<int64_t> SqliteStore::observe_durable_alarm() {
 
 sqlite3* SqliteStore::durable_connection() {
   if (!durable_view_) {
-    durable_view_ = std::make_unique<DurableView>(DurableView{TrackedImage(durable_image_), nullptr, StatementCache()});
+    durable_view_ = std::make_unique<DurableView>(DurableView{TrackedImage(durable_image()), nullptr, StatementCache()});
     durable_view_->db.reset(open_image(durable_view_->image));
     sqlite3_set_authorizer(durable_view_->db.get(), &SqliteStore::authorize, this);
   }
@@ -792,9 +792,21 @@ void SqliteStore::apply_max_bytes() {
 void SqliteStore::confirm(uint64_t number) {
   if (unconfirmed_.empty() || unconfirmed_.front().number != number)
     throw std::logic_error("RT-07: commit " + std::to_string(number) + " confirmed out of order");
-  unconfirmed_.front().delta.apply_to(durable_image_);
+  confirmed_bytes_ += unconfirmed_.front().delta.payload_bytes();
+  confirmed_.push_back(std::move(unconfirmed_.front().delta));
   unconfirmed_.pop_front();
   durable_view_.reset();
+  // Waiting deltas hold at most the image's size, or kMinWaitingBytes for a small image.
+  if (confirmed_bytes_ > std::max(static_cast<int64_t>(durable_image_.size()), kMinWaitingBytes)) durable_image();
+}
+
+const std::string& SqliteStore::durable_image() {
+  if (!confirmed_.empty()) {
+    PageDelta::apply_in_order(confirmed_, durable_image_);
+    confirmed_.clear();
+    confirmed_bytes_ = 0;
+  }
+  return durable_image_;
 }
 
 void SqliteStore::confirm_overtaking(uint64_t number) {
@@ -811,7 +823,7 @@ void SqliteStore::decide(std::size_t keep) {
   if (keep > unconfirmed_.size())
     throw std::logic_error("decide: keeping " + std::to_string(keep) + " of " + std::to_string(unconfirmed_.size()) + " commits");
   const bool keeps_every_commit = keep == unconfirmed_.size();
-  for (std::size_t i = 0; i < keep; ++i) unconfirmed_[i].delta.apply_to(durable_image_);
+  for (std::size_t i = 0; i < keep; ++i) confirmed_.push_back(std::move(unconfirmed_[i].delta));
   unconfirmed_.clear();
   durable_view_.reset();
   if (!keeps_every_commit || !reuse_live_connection()) {
@@ -820,7 +832,7 @@ void SqliteStore::decide(std::size_t keep) {
     in_transaction_ = false;
     savepoints_ = 0;
     savepoint_marks_.clear();
-    live_image_.replace(durable_image_);
+    live_image_.replace(durable_image());
     open_live();
   }
   mirror_image();
@@ -833,7 +845,7 @@ void SqliteStore::decide(std::size_t keep) {
 bool SqliteStore::reuse_live_connection() {
   if (live_has_connection_state_) return false;
   rollback_everything();
-  if (live_image_.bytes() != durable_image_) return false;
+  if (live_image_.bytes() != durable_image()) return false;
   return !internal_int("SELECT 1 FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%' LIMIT 1").has_value();
 }
 
@@ -841,11 +853,11 @@ uint64_t SqliteStore::live_digest() { return fnv1a64(canonical_dump(live_.get())
 
 bool SqliteStore::live_is_durable() {
   if (in_transaction_) return false;
-  return live_image_.bytes() == durable_image_ || live_digest() == durable_digest();
+  return live_image_.bytes() == durable_image() || live_digest() == durable_digest();
 }
 
 uint64_t SqliteStore::durable_digest() {
-  TrackedImage copy(durable_image_);
+  TrackedImage copy(durable_image());
   Connection db(open_image(copy));
   return fnv1a64(canonical_dump(db.get()));
 }

@@ -33,9 +33,10 @@ struct LocalCommit {
 // The live connection is the current incarnation's view (open implicit transaction included); the
 // durable image holds the confirmed commits only, so it is always a prefix of the local commits
 // (RT-07) holding every confirmed one (RT-05). Each unconfirmed commit keeps the page delta it wrote;
-// confirming or keeping it replays exactly those bytes on the durable image, and rolled-back writes
-// never reach a delta (RT-06); only confirm_overtaking, for sim.mutant.confirm_out_of_order, makes
-// commits durable before they are confirmed. Time, executor and faults belong to the object host.
+// confirming or keeping it replays exactly those bytes on the durable image (by the time the image
+// is next read: confirmed deltas are replayed together, a page that several wrote copied once), and
+// rolled-back writes never reach a delta (RT-06); only confirm_overtaking, for
+// sim.mutant.confirm_out_of_order, makes commits durable before they are confirmed. Time, executor and faults belong to the object host.
 // One thread at a time; SQL reads the clock and randomness of the store's SqlEnvironment.
 class SqliteStore {
  public:
@@ -142,6 +143,7 @@ class SqliteStore {
   void configure_live();
   SqlCursor observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params);
   sqlite3* durable_connection();
+  const std::string& durable_image();  // with every confirmed commit replayed
   SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
   SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});
   // The first column of the first row of an internal query, if it is an integer.
@@ -164,7 +166,13 @@ class SqliteStore {
   SqlEnvironment env_;
   std::optional<std::string> file_path_;
   TrackedImage live_image_;    // the live connection's database file
-  std::string durable_image_;  // the database file after the last confirmed commit
+  // The database file after the last confirmed commit: durable_image_ with confirmed_ replayed on
+  // it. Confirmed deltas wait to be replayed together (a page written by several is copied once)
+  // until the image is read or they hold more bytes than it (durable_image()).
+  std::string durable_image_;
+  static constexpr int64_t kMinWaitingBytes = 64 * 1024;
+  std::vector<PageDelta> confirmed_;
+  int64_t confirmed_bytes_ = 0;  // the payload bytes of confirmed_
   Connection live_;
   StatementCache live_statements_;  // after live_: finalized before it closes
   RowChangeJournal live_changes_;   // of the live connection; restarts with it

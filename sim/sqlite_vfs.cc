@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 
@@ -207,6 +208,68 @@ void PageDelta::apply_to(std::string& image) const {
   image.resize(static_cast<std::size_t>(min_size));
   image.resize(static_cast<std::size_t>(size));
   for (const Chunk& chunk : chunks) image.replace(static_cast<std::size_t>(chunk.offset), chunk.bytes.size(), chunk.bytes);
+}
+
+namespace {
+
+// The byte ranges of an image of `size` bytes whose final content is known.
+class DecidedBytes {
+ public:
+  explicit DecidedBytes(int64_t size) : size_(size) {}
+
+  // Calls `fill(begin, end)` for each undecided range within [begin, end), then marks it decided.
+  template <class Fill>
+  void decide(int64_t begin, int64_t end, Fill fill) {
+    end = std::min(end, size_);
+    if (begin >= end) return;
+    int64_t at = begin;
+    auto it = ranges_.upper_bound(begin);
+    if (it != ranges_.begin() && std::prev(it)->second > begin) --it;
+    for (; it != ranges_.end() && it->first < end; ++it) {
+      if (it->first > at) fill(at, it->first);
+      at = std::max(at, it->second);
+    }
+    if (at < end) fill(at, end);
+    mark(begin, end);
+  }
+
+ private:
+  void mark(int64_t begin, int64_t end) {
+    auto it = ranges_.upper_bound(begin);
+    if (it != ranges_.begin() && std::prev(it)->second >= begin) {
+      --it;
+      begin = it->first;
+    }
+    while (it != ranges_.end() && it->first <= end) {
+      end = std::max(end, it->second);
+      it = ranges_.erase(it);
+    }
+    ranges_.emplace(begin, end);
+  }
+
+  int64_t size_;
+  std::map<int64_t, int64_t> ranges_;  // begin -> end, disjoint and not touching
+};
+
+}  // namespace
+
+// Walking the deltas from the last, a byte is written by the last delta that decided it: by a
+// chunk, or zeroed by a truncation below it (the delta's chunks come after its truncation). A byte
+// no delta decided keeps the image's content.
+void PageDelta::apply_in_order(std::span<const PageDelta> deltas, std::string& image) {
+  if (deltas.empty()) return;
+  const int64_t size = deltas.back().size;
+  image.resize(static_cast<std::size_t>(size));
+  DecidedBytes decided(size);
+  for (auto delta = deltas.rbegin(); delta != deltas.rend(); ++delta) {
+    for (const Chunk& chunk : delta->chunks)
+      decided.decide(chunk.offset, chunk.offset + static_cast<int64_t>(chunk.bytes.size()), [&](int64_t begin, int64_t end) {
+        std::memcpy(image.data() + begin, chunk.bytes.data() + (begin - chunk.offset), static_cast<std::size_t>(end - begin));
+      });
+    decided.decide(delta->min_size, size, [&](int64_t begin, int64_t end) {
+      std::memset(image.data() + begin, 0, static_cast<std::size_t>(end - begin));
+    });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

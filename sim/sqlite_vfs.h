@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct PageDelta {
   int64_t payload_bytes() const;
   uint64_t hash() const;  // XXH3-64 of a canonical little-endian encoding
   void apply_to(std::string& image) const;
+  // The same as applying each of `deltas` in turn, but a byte that a later delta writes again (or
+  // truncates) is written only once, by the last.
+  static void apply_in_order(std::span<const PageDelta> deltas, std::string& image);
 };
 
 // An in-memory database file that remembers which byte ranges changed since the last checkpoint.

@@ -1,11 +1,16 @@
 // The durasim VFS pieces (sim/sqlite_vfs.h): a TrackedImage's changes replay exactly on the image
-// they started from (truncation and sparse writes included), reads past the end are short and zeroed,
+// they started from (truncation and sparse writes included), a run of deltas replayed together
+// equals them replayed in turn, reads past the end are short and zeroed,
 // and a connection opened on an image writes through it with the ClockScope's time.
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/sqlite_vfs.h"
 
@@ -81,6 +86,64 @@ TEST(SqlitePageDeltaTest, HashCoversPositionsSizesAndBytes) {
   EXPECT_NE(a.hash(), moved.hash());
   EXPECT_NE(a.hash(), longer.hash());
   EXPECT_NE(a.hash(), other.hash());
+}
+
+// A run of commits: random writes and truncations on a TrackedImage, a delta taken after each.
+struct DeltaRun {
+  std::string start;
+  std::vector<PageDelta> deltas;
+  std::string end;  // the image after the last commit
+};
+
+DeltaRun randomDeltaRun() {
+  DeltaRun run;
+  run.start = *rc::gen::container<std::string>(*rc::gen::inRange<std::size_t>(0, 200), rc::gen::inRange<char>('a', 'z'));
+  TrackedImage image(run.start);
+  const int commits = *rc::gen::inRange(0, 12);
+  for (int c = 0; c < commits; ++c) {
+    const int operations = *rc::gen::inRange(1, 6);
+    for (int o = 0; o < operations; ++o) {
+      const auto at = static_cast<int64_t>(*rc::gen::inRange<std::size_t>(0, 240));
+      if (*rc::gen::inRange(0, 5) == 0) {
+        image.truncate(std::min(at, image.size()));
+      } else {
+        const std::string bytes = *rc::gen::container<std::string>(*rc::gen::inRange<std::size_t>(1, 40), rc::gen::inRange<char>('A', 'Z'));
+        image.write(bytes.data(), static_cast<int64_t>(bytes.size()), at);
+      }
+    }
+    if (std::optional<PageDelta> delta = image.take_changes()) run.deltas.push_back(std::move(*delta));
+  }
+  run.end = image.bytes();
+  return run;
+}
+
+RC_GTEST_PROP(SqlitePageDeltaTest, DeltasAppliedTogetherEqualThemAppliedInTurn, ()) {
+  const DeltaRun run = randomDeltaRun();
+  std::string in_turn = run.start;
+  for (const PageDelta& delta : run.deltas) delta.apply_to(in_turn);
+  RC_ASSERT(in_turn == run.end);
+  std::string together = run.start;
+  PageDelta::apply_in_order(run.deltas, together);
+  RC_ASSERT(together == run.end);
+}
+
+TEST(SqlitePageDeltaTest, DeltasAppliedTogetherWriteEachByteOnce) {
+  const std::string start(100, 'a');
+  TrackedImage image(start);
+  std::vector<PageDelta> deltas;
+  image.write("first", 5, 10);
+  deltas.push_back(*image.take_changes());
+  image.truncate(12);  // cuts "first" to "fi"
+  image.write("second", 6, 40);
+  deltas.push_back(*image.take_changes());
+  image.write("X", 1, 11);
+  deltas.push_back(*image.take_changes());
+  std::string together = start;
+  PageDelta::apply_in_order(deltas, together);
+  EXPECT_EQ(together, image.bytes());
+  EXPECT_EQ(together.substr(10, 2), "fX");
+  EXPECT_EQ(together.substr(12, 28), std::string(28, '\0'));
+  EXPECT_EQ(together.substr(40), "second");
 }
 
 TEST(SqliteVfsTest, ConnectionsWriteThroughTheImageAndReadTheScopedClock) {
