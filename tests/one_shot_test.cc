@@ -61,13 +61,20 @@ Task<void> await_outcome(const OneShot<int>& shot, Seen* seen) {
   seen->resumed = true;
 }
 
-TEST(OneShot, AValueReachesBothKindsOfWaiter) {
+// Two parked waiters: one awaiting `a` (errors thrown), one awaiting `b.outcome()`.
+class OneShotWaiters : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h.world.tasks().spawn("throwing", await_throwing(a, &throwing));
+    h.world.tasks().spawn("outcome", await_outcome(b, &outcome));
+    h.run();
+  }
   Harness h;
-  OneShot<int> a(h.world.executor()), b(h.world.executor());
+  OneShot<int> a{h.world.executor()}, b{h.world.executor()};
   Seen throwing, outcome;
-  h.world.tasks().spawn("throwing", await_throwing(a, &throwing));
-  h.world.tasks().spawn("outcome", await_outcome(b, &outcome));
-  h.run();
+};
+
+TEST_F(OneShotWaiters, AValueReachesBothKindsOfWaiter) {
   EXPECT_FALSE(throwing.resumed);
   a.set_value(4);
   b.set_value(5);
@@ -79,13 +86,7 @@ TEST(OneShot, AValueReachesBothKindsOfWaiter) {
   EXPECT_TRUE(outcome.handed.empty());
 }
 
-TEST(OneShot, AnErrorIsThrownOrHandedBackAsAValue) {
-  Harness h;
-  OneShot<int> a(h.world.executor()), b(h.world.executor());
-  Seen throwing, outcome;
-  h.world.tasks().spawn("throwing", await_throwing(a, &throwing));
-  h.world.tasks().spawn("outcome", await_outcome(b, &outcome));
-  h.run();
+TEST_F(OneShotWaiters, AnErrorIsThrownOrHandedBackAsAValue) {
   a.set_error(std::make_exception_ptr(Planned("lost")));
   b.set_error(std::make_exception_ptr(Planned("reset")));
   b.set_value(1);  // ignored
