@@ -36,7 +36,8 @@ struct LocalCommit {
 // confirming or keeping it replays exactly those bytes on the durable image (by the time the image
 // is next read: confirmed deltas are replayed together, a page that several wrote copied once), and
 // rolled-back writes never reach a delta (RT-06); only confirm_overtaking, for
-// sim.mutant.confirm_out_of_order, makes commits durable before they are confirmed. Time, executor and faults belong to the object host.
+// sim.mutant.confirm_out_of_order, makes commits durable before they are confirmed. Time, executor
+// and faults belong to the object host.
 // One thread at a time; SQL reads the clock and randomness of the store's SqlEnvironment.
 class SqliteStore {
  public:
