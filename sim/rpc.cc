@@ -142,9 +142,7 @@ class SimStubChannel final : public StubChannel, public std::enable_shared_from_
                                   std::shared_ptr<Reply> outcome, int64_t latency) {
     World& world = self->runtime_.world();
     FaultInjector& faults = self->runtime_.faults();
-    Reply::Outcome replied = co_await reply->outcome();
-    std::optional<nlohmann::json>& value = replied.value;
-    std::exception_ptr& error = replied.error;
+    auto [value, error] = co_await reply->outcome();
     const FaultSite site{self->callee_label(), 0, "reply"};
     int64_t stall = 0;
     faults.fires(FaultKind::rpc_stall, site, [&] {

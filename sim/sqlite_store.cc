@@ -792,12 +792,16 @@ void SqliteStore::apply_max_bytes() {
 void SqliteStore::confirm(uint64_t number) {
   if (unconfirmed_.empty() || unconfirmed_.front().number != number)
     throw std::logic_error("RT-07: commit " + std::to_string(number) + " confirmed out of order");
-  confirmed_bytes_ += unconfirmed_.front().delta.payload_bytes();
-  confirmed_.push_back(std::move(unconfirmed_.front().delta));
+  make_durable(std::move(unconfirmed_.front().delta));
   unconfirmed_.pop_front();
   durable_view_.reset();
   // Waiting deltas hold at most the image's size, or kMinWaitingBytes for a small image.
   if (confirmed_bytes_ > std::max(static_cast<int64_t>(durable_image_.size()), kMinWaitingBytes)) durable_image();
+}
+
+void SqliteStore::make_durable(PageDelta delta) {
+  confirmed_bytes_ += delta.payload_bytes();
+  confirmed_.push_back(std::move(delta));
 }
 
 const std::string& SqliteStore::durable_image() {
@@ -823,7 +827,7 @@ void SqliteStore::decide(std::size_t keep) {
   if (keep > unconfirmed_.size())
     throw std::logic_error("decide: keeping " + std::to_string(keep) + " of " + std::to_string(unconfirmed_.size()) + " commits");
   const bool keeps_every_commit = keep == unconfirmed_.size();
-  for (std::size_t i = 0; i < keep; ++i) confirmed_.push_back(std::move(unconfirmed_[i].delta));
+  for (std::size_t i = 0; i < keep; ++i) make_durable(std::move(unconfirmed_[i].delta));
   unconfirmed_.clear();
   durable_view_.reset();
   if (!keeps_every_commit || !reuse_live_connection()) {

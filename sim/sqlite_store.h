@@ -144,6 +144,7 @@ class SqliteStore {
   void configure_live();
   SqlCursor observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params);
   sqlite3* durable_connection();
+  void make_durable(PageDelta delta);  // joins confirmed_, replayed on the next durable_image()
   const std::string& durable_image();  // with every confirmed commit replayed
   SqlCursor run(std::string_view sql, const std::vector<SqlValue>& params, Access access);
   SqlCursor internal(std::string_view sql, const std::vector<SqlValue>& params = {});

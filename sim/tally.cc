@@ -60,7 +60,6 @@ Tallies& Tallies::operator=(const Tallies& other) {
 Tallies& Tallies::operator=(Tallies&& other) noexcept {
   if (this != &other) {
     by_id_ = std::move(other.by_id_);
-    short_bits_ = std::exchange(other.short_bits_, kInitialShortBits);
     short_index_ = std::exchange(other.short_index_, empty_short_index());
     short_count_ = std::exchange(other.short_count_, 0);
     other.by_id_.clear();
@@ -77,7 +76,6 @@ InvariantTally& Tallies::add_entry(std::string_view id) {
 void Tallies::index_short(uint64_t key, InvariantTally* tally) {
   if (2 * (short_count_ + 1) > short_index_.size()) {  // keep the table at most half full
     std::vector<ShortSlot> old = std::exchange(short_index_, std::vector<ShortSlot>(2 * short_index_.size()));
-    ++short_bits_;
     short_count_ = 0;
     for (const ShortSlot& slot : old)
       if (slot.tally != nullptr) index_short(slot.key, slot.tally);

@@ -5,6 +5,7 @@
 // the index of the trace event being observed when it was found, so `explain` can mark its witness.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -98,7 +99,7 @@ class Tallies {
   }
   // The first slot to probe for `key` (Fibonacci hashing onto the table's power-of-two size).
   std::size_t slot_of(uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - short_bits_));
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(short_index_.size())));
   }
   InvariantTally& add_entry(std::string_view id);
   void index_short(uint64_t key, InvariantTally* tally);
@@ -108,12 +109,10 @@ class Tallies {
     uint64_t key = 0;
     InvariantTally* tally = nullptr;  // null: the slot is free
   };
-  static constexpr unsigned kInitialShortBits = 4;
-  static std::vector<ShortSlot> empty_short_index() { return std::vector<ShortSlot>(std::size_t{1} << kInitialShortBits); }
+  static std::vector<ShortSlot> empty_short_index() { return std::vector<ShortSlot>(16); }
 
   ById by_id_;                                                 // reports walk it in ID order
-  unsigned short_bits_ = kInitialShortBits;                    // short_index_ has 2^short_bits_ slots
-  std::vector<ShortSlot> short_index_ = empty_short_index();  // packed ID -> by_id_'s entry
+  std::vector<ShortSlot> short_index_ = empty_short_index();  // packed ID -> by_id_'s entry; 2^k slots
   std::size_t short_count_ = 0;                                // slots in use
 };
 
