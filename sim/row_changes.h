@@ -8,8 +8,12 @@
 // between a change and its rollback, in the middle of a transaction, re-reads the row: an undone
 // change costs a read and is never missed. The journal restarts when rows may have changed without
 // a note (a new live connection, a journal grown past its bound), and a schema change since a
-// reader's last look counts as one: the reader then reads its table whole. It never draws a choice,
-// schedules, or touches the store. Readers hold a RowChangeCursor (sim/store_view.h) per table.
+// reader's last look counts as one (a table dropped takes its rows without a note; a rollback may
+// bring a table and its rows back): the reader then reads its table whole. The schema version alone
+// would miss a change undone and another made between two looks (a rollback restores the version),
+// so a rollback over a span in which the schema may have changed counts as a schema change of its
+// own. It never draws a choice, schedules, or touches the store. Readers hold a RowChangeCursor
+// (sim/store_view.h) per table.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +36,7 @@ class RowChangeJournal {
   struct Mark {
     uint64_t journal = 0;
     std::size_t position = 0;
+    uint64_t schema_statements = 0;  // the store's count of statements that may change the schema, then
   };
 
   void note(std::string_view table, int64_t rowid) {
@@ -50,18 +55,22 @@ class RowChangeJournal {
     keys_.clear();
   }
 
-  Mark mark() const { return Mark{journal_, notes_.size()}; }
+  // `schema_statements`: how many statements that may change the schema the store has run so far.
+  Mark mark(uint64_t schema_statements) const { return Mark{journal_, notes_.size(), schema_statements}; }
   // A rollback to `mark` undid the changes noted since: they are noted again, so that a reader who
-  // looked between a change and its rollback reads the row once more.
-  void renote_since(const Mark& mark) {
+  // looked between a change and its rollback reads the row once more. When statements that may
+  // change the schema ran since the mark (`schema_statements` moved), the rollback may have undone a
+  // schema change: it counts as one for every reader.
+  void renote_since(const Mark& mark, uint64_t schema_statements) {
     if (mark.journal != journal_) return;  // restarted since: every reader reads whole anyway
+    if (schema_statements != mark.schema_statements) ++schema_rollbacks_;
     const std::size_t end = notes_.size();
     if (end + (end - mark.position) > kMaxNotes) return restart();
     for (std::size_t i = mark.position; i < end; ++i) notes_.push_back(notes_[i]);
   }
 
   // The rowids of `table` noted since `cursor` (repeats possible), advancing it to now; nullopt when
-  // the cursor is new, the journal restarted since, or the schema version moved: read it whole.
+  // the cursor is new, the journal restarted since, or the schema changed: read it whole.
   std::optional<std::vector<int64_t>> since(std::string_view table, RowChangeCursor& cursor, int64_t schema_version) const {
     std::optional<std::vector<int64_t>> rowids;
     visit(table, false, cursor, schema_version, rowids, [](int64_t rowid) { return rowid; });
@@ -80,9 +89,9 @@ class RowChangeJournal {
   template <typename T, typename Of>
   void visit(std::string_view table, bool keyed, RowChangeCursor& cursor, int64_t schema_version, std::optional<std::vector<T>>& out,
              Of of) const {
-    const bool whole = cursor.journal != journal_ || cursor.schema_version != schema_version;
+    const bool whole = cursor.journal != journal_ || cursor.schema_version != schema_version || cursor.rollbacks != schema_rollbacks_;
     const std::size_t from = cursor.position;
-    cursor = RowChangeCursor{journal_, notes_.size(), schema_version};
+    cursor = RowChangeCursor{journal_, notes_.size(), schema_version, schema_rollbacks_};
     if (whole) return;
     out.emplace();
     const auto wanted = find_table(table);
@@ -103,6 +112,7 @@ class RowChangeJournal {
   }
 
   uint64_t journal_ = 1;
+  uint64_t schema_rollbacks_ = 0;  // rollbacks that may have undone a schema change
   std::vector<std::string> tables_;                   // names seen, in order of first note
   std::vector<std::pair<uint32_t, int64_t>> notes_;   // (table index, rowid or index in keys_)
   std::vector<std::string> keys_;                     // the keys of keyed notes

@@ -659,7 +659,7 @@ int SqliteStore::authorize_user(int action, const char* arg1, const char* arg2) 
 
 void SqliteStore::ensure_transaction() {
   if (in_transaction_) return;
-  transaction_mark_ = live_changes_.mark();
+  transaction_mark_ = live_changes_.mark(live_statements_run_);
   internal("BEGIN");
   in_transaction_ = true;
   schema_cookie_ = schema_cookie(live_image_.bytes());
@@ -668,9 +668,9 @@ void SqliteStore::ensure_transaction() {
 void SqliteStore::rollback_everything() {
   FlagScope scope(user_statement_, false);
   // SQLite may already have rolled back by itself; then there is nothing left to undo.
-  ++live_statements_run_;
+  const uint64_t before = live_statements_run_++;
   if (sqlite3_get_autocommit(live_.get()) == 0) sqlite3_exec(live_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-  if (in_transaction_) live_changes_.renote_since(transaction_mark_);
+  if (in_transaction_) live_changes_.renote_since(transaction_mark_, before);
   in_transaction_ = false;
   savepoints_ = 0;
   savepoint_marks_.clear();
@@ -680,18 +680,18 @@ void SqliteStore::rollback_everything() {
 // A conflict clause (OR ROLLBACK, RAISE(ROLLBACK)) rolled the whole implicit transaction back: it
 // continues empty, with the savepoints the caller still holds.
 void SqliteStore::restart_lost_transaction() {
-  ++live_statements_run_;  // SQLite rolled the transaction back, its schema changes with it
-  live_changes_.renote_since(transaction_mark_);
+  const uint64_t before = live_statements_run_++;  // SQLite rolled the transaction back, its schema changes with it
+  live_changes_.renote_since(transaction_mark_, before);
   in_transaction_ = false;
   live_image_.forget_changes();
   ensure_transaction();
   for (std::size_t i = 0; i < savepoints_; ++i) internal("SAVEPOINT _cf_sp" + std::to_string(i));
-  savepoint_marks_.assign(savepoints_, live_changes_.mark());
+  savepoint_marks_.assign(savepoints_, live_changes_.mark(live_statements_run_));
 }
 
 void SqliteStore::savepoint_begin() {
   ensure_transaction();
-  savepoint_marks_.push_back(live_changes_.mark());
+  savepoint_marks_.push_back(live_changes_.mark(live_statements_run_));
   internal("SAVEPOINT _cf_sp" + std::to_string(savepoints_));
   ++savepoints_;
 }
@@ -707,9 +707,10 @@ void SqliteStore::savepoint_rollback() {
   if (savepoints_ == 0) return;
   --savepoints_;
   const std::string name = "_cf_sp" + std::to_string(savepoints_);
+  const uint64_t before = live_statements_run_;  // not counting the rollback's own statements
   internal("ROLLBACK TO " + name);
   internal("RELEASE " + name);
-  live_changes_.renote_since(savepoint_marks_.back());
+  live_changes_.renote_since(savepoint_marks_.back(), before);
   savepoint_marks_.pop_back();
 }
 

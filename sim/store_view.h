@@ -32,6 +32,7 @@ struct RowChangeCursor {
   uint64_t journal = 0;         // the journal it read last (0: none yet)
   std::size_t position = 0;     // the notes of that journal it has seen
   int64_t schema_version = -1;  // the live schema version at its last look
+  uint64_t rollbacks = 0;       // the journal's rollbacks that may have undone a schema change, then
 };
 
 class StoreView {
