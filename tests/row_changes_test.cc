@@ -116,6 +116,14 @@ struct Store {
   }
   void commit() { store.commit_local(); }
 
+  // What a checker reads the store through: its statements, its row and key changes.
+  properties::StoreReader reader() {
+    return properties::StoreReader{
+        [this](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return store.observe_live(sql, params); }, nullptr,
+        [this](const std::string&, std::string_view table, RowChangeCursor& cursor) { return store.observe_live_changes(table, cursor); },
+        [this](const std::string&, std::string_view table, RowChangeCursor& cursor) { return store.observe_live_key_changes(table, cursor); }};
+  }
+
   RowChangeCursor keyCursor;
 };
 
@@ -202,9 +210,7 @@ TEST(RowChangeJournal, ARowReadBeforeItsRollbackIsNotedAgain) {
 TEST(RowChangeJournal, ASchemaChangeUndoneThenAnotherIsNotMissed) {
   Store s;
   properties::TableMirror mirror("t", "k, v");
-  const properties::StoreReader reader{
-      [&](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return s.store.observe_live(sql, params); }, nullptr,
-      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_changes(table, cursor); }};
+  const properties::StoreReader reader = s.reader();
   s.store.exec("INSERT INTO t VALUES (1, 'a', 1)");
   mirror.refresh(reader, "t");
   s.store.savepoint_begin();
@@ -275,10 +281,7 @@ RC_GTEST_PROP(TableMirror, EqualsTheWholeTableAfterAnyChanges, ()) {
   Store s;
   properties::TableMirror mirror("t", "k, v");
   properties::KeyedTableMirror keyed("kv", "key", "v");
-  const properties::StoreReader reader{
-      [&](const std::string&, std::string_view sql, const std::vector<SqlValue>& params) { return s.store.observe_live(sql, params); }, nullptr,
-      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_changes(table, cursor); },
-      [&](const std::string&, std::string_view table, RowChangeCursor& cursor) { return s.store.observe_live_key_changes(table, cursor); }};
+  const properties::StoreReader reader = s.reader();
   int savepoints = 0;
   const auto releaseAll = [&] {
     for (; savepoints > 0; --savepoints) s.store.savepoint_release();
