@@ -8,12 +8,11 @@ namespace durasim::sim {
 
 TaskScope& TaskGroup::adopt(std::string name, Task<void> task, OnDone on_done) {
   const uint64_t id = next_id_++;
-  auto scope = std::unique_ptr<TaskScope>(new TaskScope(*this, id, std::move(name)));
-  TaskScope& adopted = *scope;
+  // Ids are never reused, so the scope always goes in.
+  TaskScope& adopted = *roots_.emplace(id, std::unique_ptr<TaskScope>(new TaskScope(*this, id, std::move(name)))).first->second;
   adopted.root_ = std::move(task);
   adopted.root_.handle().promise().scope = &adopted;
   adopted.on_done_ = std::move(on_done);
-  roots_.emplace(id, std::move(scope));
   return adopted;
 }
 
