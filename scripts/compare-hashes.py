@@ -8,19 +8,14 @@ seed) the same hash as in its namesake: the same campaign run by two builds (Rel
 the sanitizer build with clang, say) must simulate the same runs. Prints one line per difference
 and exits 1 when there is any; 0 with a count otherwise.
 """
-import json
 import pathlib
 import sys
 
+from seed_records import seed_records
+
 
 def seed_hashes(path):
-    hashes = {}
-    with open(path) as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record.get("type") == "seed":
-                hashes[(record["workload"], record["seed"])] = record["hash"]
-    return hashes
+    return {key: record["hash"] for key, record in seed_records(path).items()}
 
 
 def main():
