@@ -47,6 +47,7 @@ def campaign_args(workload, first, count, profile):
 
 def run(binary, args, out):
     """Runs one campaign; failing seeds are results, a crash or bad option is not."""
+    out.unlink(missing_ok=True)  # a file left by an earlier run in --keep's directory is no result
     done = subprocess.run([binary, *args, "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if not out.exists():
         raise RuntimeError(f"{binary} {' '.join(args)}: no results (exit {done.returncode}): {done.stderr.strip()[-400:]}")
