@@ -59,14 +59,15 @@ def seeds(path):
 
 
 def differences(old, new):
+    """(seed key, what differs) for every field of every seed that differs."""
     for key in sorted(old.keys() | new.keys()):
         a, b = old.get(key), new.get(key)
         if a is None or b is None:
-            yield f"{key[0]} seed {key[1]}: only in {'new' if a is None else 'old'}"
+            yield key, f"only in {'new' if a is None else 'old'}"
             continue
         for field in sorted(a.keys() | b.keys()):
             if a.get(field) != b.get(field):
-                yield f"{key[0]} seed {key[1]}: {field} {json.dumps(a.get(field))[:120]} -> {json.dumps(b.get(field))[:120]}"
+                yield key, f"{field} {json.dumps(a.get(field))[:120]} -> {json.dumps(b.get(field))[:120]}"
 
 
 def main():
@@ -104,9 +105,9 @@ def main():
                 continue
             found = list(differences(old, new))
             compared += len(old)
-            differing += len({line.split(":")[0] for line in found})
-            for line in found[:20]:
-                print(f"{name}: {line}")
+            differing += len({key for key, _ in found})
+            for (workload, seed), what in found[:20]:
+                print(f"{name}: {workload} seed {seed}: {what}")
             if len(found) > 20:
                 print(f"{name}: ... {len(found) - 20} more")
             status = "same" if not found else f"{len(found)} differences"
