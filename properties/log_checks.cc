@@ -2,6 +2,7 @@
 #include "properties/log_checks.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "engine/alarms_events.h"
 #include "engine/log_events.h"
@@ -311,6 +312,17 @@ bool LogChecks::hasLogTables(const std::string& object) {
 namespace {
 
 // A hot row's part of LOG-05's totals: its byte count, and whether that is not its payload's.
+// The row's append time enters (+1) or leaves (-1) the mirror's tally of them: an integer by value,
+// anything but NULL as irregular (SQL's MIN then answers).
+void countAppendedAt(const SqlRow& row, std::size_t column, std::multiset<int64_t>& times, int64_t& irregular, int delta) {
+  const SqlValue& at = row[column];
+  if (const int64_t* time = std::get_if<int64_t>(&at)) {
+    if (delta > 0) times.insert(*time);
+    else times.erase(times.find(*time));  // always there: the mirror drops only rows it kept
+  } else if (!std::holds_alternative<SqlNull>(at)) {
+    irregular += delta;
+  }
+}
 int64_t heldBytesOf(const SqlRow& row, std::size_t bytes) {
   const int64_t* stored = std::get_if<int64_t>(&row[bytes]);
   return stored ? *stored : 0;
@@ -326,10 +338,12 @@ LogChecks::StoredLog::StoredLog()
               TableMirror::Index{[this](int64_t, const SqlRow& row) {
                                    heldBytes -= heldBytesOf(row, kBytes);
                                    wrongRows -= wrongCountOf(row, kBytes, kLength);
+                                   countAppendedAt(row, kAppendedAt, appendedAt, irregularAppendedAt, -1);
                                  },
                                  [this](int64_t, const SqlRow& row) {
                                    heldBytes += heldBytesOf(row, kBytes);
                                    wrongRows += wrongCountOf(row, kBytes, kLength);
+                                   countAppendedAt(row, kAppendedAt, appendedAt, irregularAppendedAt, +1);
                                  }}),
       segments(DURASIM_LOG_SEGMENTS, "last_offset, locator"),
       cursors(DURASIM_LOG_CURSORS, "consumer, \"offset\" AS o"),
@@ -565,11 +579,7 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const Event
   // appended_at rises with the offset and the first record is the oldest; once incarnations ran on
   // skewed clocks (clock.incarnation_offset) only the first record is promised (docs/decisions.md).
   const bool skewed = clockSkewed_.count(object) > 0;
-  const SqlRow r = reader_(object, skewed ? "SELECT COUNT(*) AS n, (SELECT appended_at FROM " DURASIM_LOG_RECORDS " ORDER BY \"offset\" LIMIT 1) AS oldest, "
-                                            "(SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS
-                                          : "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM " DURASIM_LOG_SEQ
-                                            " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS)
-                       .one();
+  const SqlRow r = trimFigures(object, skewed);
   if (!concurrent) {
     const std::optional<int64_t> oldestAt = r.optInt64("oldest");
     tallies_.check("LOG-12", (!o.maxRecords || r.int64("n") <= *o.maxRecords) && (!o.maxBytes || r.int64("total") <= *o.maxBytes) &&
@@ -583,6 +593,38 @@ void LogChecks::onTrimEnd(ObjectState& s, const std::string& object, const Event
   const int64_t intents = reader_(object, "SELECT COUNT(*) AS n FROM " DURASIM_LOG_FLUSH).one().int64("n");
   tallies_.check("LOG-18", intents == 0, [&] { return object + " trim returned with a flush intent left"; });
   s.flushSettled = true;
+}
+
+// What a trim left, as LOG-12 reads it: the hot rows (n), the oldest one's append time (on skewed
+// clocks the first one's: oldest) and the stored byte total (total), as the store's aggregates give
+// them; from the mirrored rows when they give the same.
+SqlRow LogChecks::trimFigures(const std::string& object, bool skewed) {
+  if (std::optional<SqlRow> mirrored = trimFiguresFromMirrors(object, skewed)) return std::move(*mirrored);
+  return reader_(object, skewed ? "SELECT COUNT(*) AS n, (SELECT appended_at FROM " DURASIM_LOG_RECORDS " ORDER BY \"offset\" LIMIT 1) AS oldest, "
+                                  "(SELECT total_bytes FROM " DURASIM_LOG_SEQ " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS
+                                : "SELECT COUNT(*) AS n, MIN(appended_at) AS oldest, (SELECT total_bytes FROM " DURASIM_LOG_SEQ
+                                  " WHERE id = 1) AS total FROM " DURASIM_LOG_RECORDS)
+      .one();
+}
+
+// The mirrors agree with the aggregates while every append time is an integer or NULL (MIN over
+// anything else compares as SQLite does) and the sequence row holds an integer total; otherwise
+// nullopt, and the statement answers.
+std::optional<SqlRow> LogChecks::trimFiguresFromMirrors(const std::string& object, bool skewed) {
+  StoredLog& t = stored(object);
+  t.records.refresh(reader_, object);
+  t.seq.refresh(reader_, object);
+  if (t.irregularAppendedAt != 0) return std::nullopt;
+  const auto sequence = t.seq.rows().find(1);
+  if (sequence == t.seq.rows().end() || !std::holds_alternative<int64_t>(sequence->second.at("total_bytes"))) return std::nullopt;
+  SqlValue oldest = SqlNull{};
+  if (skewed) {
+    if (!t.records.rows().empty()) oldest = t.records.rows().begin()->second[kAppendedAt];
+  } else if (!t.appendedAt.empty()) {
+    oldest = *t.appendedAt.begin();
+  }
+  static const auto kColumns = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"n", "oldest", "total"});
+  return SqlRow(kColumns, {static_cast<int64_t>(t.records.rows().size()), std::move(oldest), sequence->second.at("total_bytes")});
 }
 
 // LOG-11 and LOG-09 on what is handed to cold.write.

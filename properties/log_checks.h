@@ -117,9 +117,9 @@ class LogChecks final : public ObjectChecker {
     bool cold = false;
   };
   // What the checks keep of each hot row, after its rowid (its offset): the stored byte count, the
-  // payload's real length in bytes, the dedup key.
-  static constexpr const char* kRecordColumns = "bytes, length(CAST(payload AS BLOB)) AS len, dedup_key";
-  enum RecordColumn : std::size_t { kBytes = 1, kLength = 2, kDedupKey = 3 };
+  // payload's real length in bytes, the dedup key, the append time.
+  static constexpr const char* kRecordColumns = "bytes, length(CAST(payload AS BLOB)) AS len, dedup_key, appended_at";
+  enum RecordColumn : std::size_t { kBytes = 1, kLength = 2, kDedupKey = 3, kAppendedAt = 4 };
   struct ObjectState {
     DurableState<View, EventFields> state;     // edits: the write events
     std::map<int64_t, Record> known;           // offset -> what reads and cold writes showed of it
@@ -148,6 +148,8 @@ class LogChecks final : public ObjectChecker {
     StoredLog& operator=(const StoredLog&) = delete;
     int64_t heldBytes = 0;  // the byte counts of the hot rows
     int64_t wrongRows = 0;  // hot rows whose byte count is not their payload's
+    std::multiset<int64_t> appendedAt;  // the hot rows' integer append times
+    int64_t irregularAppendedAt = 0;    // hot rows whose append time is neither an integer nor NULL
     TableMirror records, segments, cursors, seq;
   };
   struct GroupCursor {
@@ -181,6 +183,8 @@ class LogChecks final : public ObjectChecker {
   void onReadTruncated(ObjectState& s, const std::string& object, const EventFields& e);
   void onLoad(const std::string& object, const EventFields& e);
   void onTrimEnd(ObjectState& s, const std::string& object, const EventFields& e);
+  SqlRow trimFigures(const std::string& object, bool skewed);
+  std::optional<SqlRow> trimFiguresFromMirrors(const std::string& object, bool skewed);
   void onColdWrite(ObjectState& s, const std::string& object, const EventFields& e);
   void onColdFailed(const std::string& object, const EventFields& e);
   void onOptions(ObjectState& s, const EventFields& e);

@@ -384,6 +384,7 @@ void SqliteStore::open_live() {
   ++live_statements_run_;
   live_statements_.clear();
   live_has_connection_state_ = false;
+  virtual_tables_read_at_.reset();
   live_.reset(open_image(live_image_));
   live_changes_.restart();
   configure_live();
@@ -851,7 +852,19 @@ bool SqliteStore::reuse_live_connection() {
   if (live_has_connection_state_) return false;
   rollback_everything();
   if (live_image_.bytes() != durable_image()) return false;
-  return !internal_int("SELECT 1 FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%' LIMIT 1").has_value();
+  return !live_holds_virtual_table();
+}
+
+// Asked at every reuse, answered from the schema once per schema: the live state is then a committed
+// one, and on one connection every committed schema change raises the schema cookie (a rollback
+// restores it with the schema; commits lost in a crash reopen the connection, which forgets).
+bool SqliteStore::live_holds_virtual_table() {
+  const uint32_t cookie = schema_cookie(live_image_.bytes());
+  if (virtual_tables_read_at_ != cookie) {
+    virtual_table_found_ = internal_int("SELECT 1 FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%' LIMIT 1").has_value();
+    virtual_tables_read_at_ = cookie;
+  }
+  return virtual_table_found_;
 }
 
 uint64_t SqliteStore::live_digest() { return fnv1a64(canonical_dump(live_.get())); }

@@ -141,6 +141,7 @@ class SqliteStore {
 
   void open_live();
   bool reuse_live_connection();
+  bool live_holds_virtual_table();
   void configure_live();
   SqlCursor observe(sqlite3* db, StatementCache& statements, std::string_view sql, const std::vector<SqlValue>& params);
   sqlite3* durable_connection();
@@ -205,6 +206,10 @@ class SqliteStore {
   // A statement prepared on the live connection may have left state a fresh connection would not
   // have: temp objects, last_insert_rowid(), changes(), total_changes(), data_version.
   bool live_has_connection_state_ = false;
+  // Whether the live schema holds a virtual table, as last read, and the schema cookie it was read
+  // at: within one connection's life a committed schema has one cookie (see live_holds_virtual_table).
+  std::optional<uint32_t> virtual_tables_read_at_;
+  bool virtual_table_found_ = false;
   std::unique_ptr<DurableView> durable_view_;
 };
 
