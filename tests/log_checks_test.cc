@@ -491,6 +491,35 @@ TEST(LogChecksMutations, FlushRangeChangingAfterACrash) {
   EXPECT_GT(twice.violations("LOG-11"), 0u);
 }
 
+// LOG-12 by age judges the oldest append time as SQLite's MIN gives it: over integers the smallest,
+// wherever its row stands; a REAL below them is what MIN answers, and it is no INTEGER.
+TEST(LogChecksMutations, RetentionByAgeJudgesTheOldestAppendAsTheStoreOrdersThem) {
+  const json byAge{{"maxAgeMs", 100}, {"maxRecords", nullptr}, {"maxBytes", nullptr}};
+  Synth fresh;
+  fresh.options(false, byAge);
+  fresh.append(3, "k");  // appended at 1000
+  fresh.now = 1050;
+  fresh.trimDelete(1);  // the oldest left was appended 50 ms ago
+  EXPECT_EQ(fresh.violations("LOG-12"), 0u) << fresh.allExamples();
+  EXPECT_GT(fresh.checked("LOG-12"), 0u);
+
+  Synth stale;
+  stale.options(false, byAge);
+  stale.append(3, "k");
+  stale.sql("UPDATE durability_log_records SET appended_at = 5000 WHERE \"offset\" = 1");  // the first row left is the newest
+  stale.now = 1200;
+  stale.trimDelete(1);  // offset 2, appended at 1000, outlived maxAgeMs
+  EXPECT_GT(stale.violations("LOG-12"), 0u);
+  EXPECT_NE(stale.allExamples().find("the oldest appended at 1000"), std::string::npos) << stale.allExamples();
+
+  Synth real;
+  real.options(false, byAge);
+  real.append(3, "k");
+  real.sql("UPDATE durability_log_records SET appended_at = 999.5 WHERE \"offset\" = 2");
+  real.now = 1050;
+  EXPECT_THROW(real.trimDelete(1), SqlError);
+}
+
 TEST(LogChecksMutations, RetentionLoadAndSegmentShape) {
   Synth s;
   s.options(false, json{{"maxAgeMs", nullptr}, {"maxRecords", 2}, {"maxBytes", nullptr}});
