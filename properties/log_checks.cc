@@ -311,7 +311,6 @@ bool LogChecks::hasLogTables(const std::string& object) {
 
 namespace {
 
-// A hot row's part of LOG-05's totals: its byte count, and whether that is not its payload's.
 // The row's append time enters (+1) or leaves (-1) the mirror's tally of them: an integer by value,
 // anything but NULL as irregular (SQL's MIN then answers).
 void countAppendedAt(const SqlRow& row, std::size_t column, std::multiset<int64_t>& times, int64_t& irregular, int delta) {
@@ -323,6 +322,7 @@ void countAppendedAt(const SqlRow& row, std::size_t column, std::multiset<int64_
     irregular += delta;
   }
 }
+// A hot row's part of LOG-05's totals: its byte count, and whether that is not its payload's.
 int64_t heldBytesOf(const SqlRow& row, std::size_t bytes) {
   const int64_t* stored = std::get_if<int64_t>(&row[bytes]);
   return stored ? *stored : 0;
