@@ -290,9 +290,8 @@ std::optional<int64_t> AlarmChecks::independentNext(const std::string& object) {
     times.mirror.refresh(reader_, object);
     if (!times.mirror.exists()) continue;
     // MIN over anything but integers and NULLs compares as SQLite does: the statement answers.
-    const std::optional<int64_t> earliest = times.irregular > 0 ? reader_(object, participant.earliestPending).one().optInt64("next")
-                                            : times.due.empty()  ? std::nullopt
-                                                                 : std::optional<int64_t>(*times.due.begin());
+    const std::optional<int64_t> earliest =
+        times.due.regular() ? times.due.least() : reader_(object, participant.earliestPending).one().optInt64("next");
     if (earliest && (!next || *earliest < *next)) next = earliest;
   }
   return next;
@@ -303,18 +302,10 @@ AlarmChecks::PendingTimes::PendingTimes(const std::string& table, const std::str
              TableMirror::Index{[this](int64_t, const SqlRow& r) { count(r, -1); }, [this](int64_t, const SqlRow& r) { count(r, +1); }}) {}
 
 // The row's due time enters (+1) or leaves (-1) `due` when the row is pending (SQLite's truth: a
-// non-zero integer); a due time other than an integer or NULL counts as irregular.
+// non-zero integer).
 void AlarmChecks::PendingTimes::count(const SqlRow& r, int delta) {
   const int64_t* pending = std::get_if<int64_t>(&r.at("pending"));
-  if (!pending || *pending == 0 || r.isNull("next")) return;
-  const int64_t* at = std::get_if<int64_t>(&r.at("next"));
-  if (!at) {
-    irregular += delta;
-  } else if (delta > 0) {
-    due.insert(*at);
-  } else if (const auto found = due.find(*at); found != due.end()) {
-    due.erase(found);  // always found: the mirror drops only rows it kept
-  }
+  if (pending && *pending != 0) due.count(r.at("next"), delta);
 }
 
 bool AlarmChecks::hasParticipantTable(const std::string& object) {

@@ -194,15 +194,14 @@ class AlarmChecks final : public ObjectChecker {
     TableMirror mirror;
   };
 
-  // The due times of the pending rows of one participant table of one object (a multiset: its
-  // smallest is the earliest), mirrored from the row-change journal.
+  // The due times of the pending rows of one participant table of one object (their least is the
+  // earliest), mirrored from the row-change journal.
   struct PendingTimes {
     PendingTimes(const std::string& table, const std::string& pending);
     PendingTimes(const PendingTimes&) = delete;  // the mirror's index points back here
     PendingTimes& operator=(const PendingTimes&) = delete;
     void count(const SqlRow& row, int delta);
-    std::multiset<int64_t> due;
-    int64_t irregular = 0;  // pending rows whose due time is neither an integer nor NULL
+    MirroredMinimum due;  // over the pending rows' due times
     TableMirror mirror;
   };
 

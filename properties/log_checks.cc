@@ -311,17 +311,6 @@ bool LogChecks::hasLogTables(const std::string& object) {
 
 namespace {
 
-// The row's append time enters (+1) or leaves (-1) the mirror's tally of them: an integer by value,
-// anything but NULL as irregular (SQL's MIN then answers).
-void countAppendedAt(const SqlRow& row, std::size_t column, std::multiset<int64_t>& times, int64_t& irregular, int delta) {
-  const SqlValue& at = row[column];
-  if (const int64_t* time = std::get_if<int64_t>(&at)) {
-    if (delta > 0) times.insert(*time);
-    else times.erase(times.find(*time));  // always there: the mirror drops only rows it kept
-  } else if (!std::holds_alternative<SqlNull>(at)) {
-    irregular += delta;
-  }
-}
 // A hot row's part of LOG-05's totals: its byte count, and whether that is not its payload's.
 int64_t heldBytesOf(const SqlRow& row, std::size_t bytes) {
   const int64_t* stored = std::get_if<int64_t>(&row[bytes]);
@@ -338,12 +327,12 @@ LogChecks::StoredLog::StoredLog()
               TableMirror::Index{[this](int64_t, const SqlRow& row) {
                                    heldBytes -= heldBytesOf(row, kBytes);
                                    wrongRows -= wrongCountOf(row, kBytes, kLength);
-                                   countAppendedAt(row, kAppendedAt, appendedAt, irregularAppendedAt, -1);
+                                   oldestAppend.count(row[kAppendedAt], -1);
                                  },
                                  [this](int64_t, const SqlRow& row) {
                                    heldBytes += heldBytesOf(row, kBytes);
                                    wrongRows += wrongCountOf(row, kBytes, kLength);
-                                   countAppendedAt(row, kAppendedAt, appendedAt, irregularAppendedAt, +1);
+                                   oldestAppend.count(row[kAppendedAt], +1);
                                  }}),
       segments(DURASIM_LOG_SEGMENTS, "last_offset, locator"),
       cursors(DURASIM_LOG_CURSORS, "consumer, \"offset\" AS o"),
@@ -351,11 +340,16 @@ LogChecks::StoredLog::StoredLog()
 
 // The one row of the sequence table (next_offset, total_bytes).
 const SqlRow& LogChecks::sequenceRow(const std::string& object) {
+  const SqlRow* row = storedSequenceRow(object);
+  if (!row) throw SqlError("expected exactly one row, got 0");
+  return *row;
+}
+
+const SqlRow* LogChecks::storedSequenceRow(const std::string& object) {
   TableMirror& seq = stored(object).seq;
   seq.refresh(reader_, object);
   const auto row = seq.rows().find(1);
-  if (row == seq.rows().end()) throw SqlError("expected exactly one row, got 0");
-  return row->second;
+  return row == seq.rows().end() ? nullptr : &row->second;
 }
 
 // The bounds as the store holds them: the sequence row, the least hot offset and the least
@@ -613,18 +607,16 @@ SqlRow LogChecks::trimFigures(const std::string& object, bool skewed) {
 std::optional<SqlRow> LogChecks::trimFiguresFromMirrors(const std::string& object, bool skewed) {
   StoredLog& t = stored(object);
   t.records.refresh(reader_, object);
-  t.seq.refresh(reader_, object);
-  if (t.irregularAppendedAt != 0) return std::nullopt;
-  const auto sequence = t.seq.rows().find(1);
-  if (sequence == t.seq.rows().end() || !std::holds_alternative<int64_t>(sequence->second.at("total_bytes"))) return std::nullopt;
+  const SqlRow* sequence = storedSequenceRow(object);
+  if (!t.oldestAppend.regular() || !sequence || !std::holds_alternative<int64_t>(sequence->at("total_bytes"))) return std::nullopt;
   SqlValue oldest = SqlNull{};
   if (skewed) {
     if (!t.records.rows().empty()) oldest = t.records.rows().begin()->second[kAppendedAt];
-  } else if (!t.appendedAt.empty()) {
-    oldest = *t.appendedAt.begin();
+  } else if (const std::optional<int64_t> least = t.oldestAppend.least()) {
+    oldest = *least;
   }
   static const auto kColumns = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"n", "oldest", "total"});
-  return SqlRow(kColumns, {static_cast<int64_t>(t.records.rows().size()), std::move(oldest), sequence->second.at("total_bytes")});
+  return SqlRow(kColumns, {static_cast<int64_t>(t.records.rows().size()), std::move(oldest), sequence->at("total_bytes")});
 }
 
 // LOG-11 and LOG-09 on what is handed to cold.write.

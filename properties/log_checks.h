@@ -148,8 +148,7 @@ class LogChecks final : public ObjectChecker {
     StoredLog& operator=(const StoredLog&) = delete;
     int64_t heldBytes = 0;  // the byte counts of the hot rows
     int64_t wrongRows = 0;  // hot rows whose byte count is not their payload's
-    std::multiset<int64_t> appendedAt;  // the hot rows' integer append times
-    int64_t irregularAppendedAt = 0;    // hot rows whose append time is neither an integer nor NULL
+    MirroredMinimum oldestAppend;  // over the hot rows' append times
     TableMirror records, segments, cursors, seq;
   };
   struct GroupCursor {
@@ -201,6 +200,7 @@ class LogChecks final : public ObjectChecker {
   Bounds storeBounds(const std::string& object);
   StoredLog& stored(const std::string& object) { return stored_.try_emplace(object).first->second; }
   const SqlRow& sequenceRow(const std::string& object);
+  const SqlRow* storedSequenceRow(const std::string& object);  // null when the table has no row 1
   std::map<int64_t, Segment> storeSegments(const std::string& object);
   StoreReader reader_;
   std::map<std::string, ObjectState> objects_;

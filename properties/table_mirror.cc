@@ -61,6 +61,18 @@ void TableMirror::keep(SqlCursor rows) {
   }
 }
 
+void MirroredMinimum::count(const SqlValue& value, int delta) {
+  if (const int64_t* integer = std::get_if<int64_t>(&value)) {
+    if (delta > 0) {
+      values_.insert(*integer);
+    } else if (const auto found = values_.find(*integer); found != values_.end()) {
+      values_.erase(found);  // always found: a mirror drops only rows it kept
+    }
+  } else if (!std::holds_alternative<SqlNull>(value)) {
+    irregular_ += delta;
+  }
+}
+
 KeyedTableMirror::KeyedTableMirror(std::string table, const std::string& key, const std::string& columns, Index index)
     : table_(std::move(table)),
       whole_("SELECT " + key + " AS _key, " + columns + " FROM " + table_),

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "properties/store_reader.h"
@@ -44,6 +46,21 @@ class TableMirror {
   sim::RowChangeCursor cursor_;
   std::map<int64_t, SqlRow> rows_;
   bool exists_ = false;
+};
+
+// One column's least value over the rows a mirror keeps, as SQL's MIN gives it, kept up to date from
+// the mirror's index as rows enter (+1) and leave (-1): NULLs are skipped and integers tallied; while
+// any row holds another type MIN orders mixed types SQLite's way, and the statement must answer.
+class MirroredMinimum {
+ public:
+  void count(const SqlValue& value, int delta);
+  bool regular() const { return irregular_ == 0; }
+  // MIN over the integers (NULL when there is none). REQUIRES: regular().
+  std::optional<int64_t> least() const { return values_.empty() ? std::nullopt : std::optional<int64_t>(*values_.begin()); }
+
+ private:
+  std::multiset<int64_t> values_;
+  int64_t irregular_ = 0;  // rows whose value is neither an integer nor NULL
 };
 
 class KeyedTableMirror {
