@@ -38,7 +38,10 @@ std::optional<std::string> serialize(const nlohmann::json& v) {
   if (hasUnstorable(v)) return std::nullopt;
   try {
     // The dump of the wrapper object, keys in order, without copying `v` into one.
-    return "{\"kind\":\"value\",\"value\":" + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict) + "}";
+    std::string stored = R"({"kind":"value","value":)";
+    appendJsonText(stored, v, nlohmann::json::error_handler_t::strict);
+    stored += '}';
+    return stored;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

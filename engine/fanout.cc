@@ -301,7 +301,7 @@ Task<EnqueueResult<std::vector<std::string>>> DurabilityFanout::enqueue(std::vec
   // 2. One engine transaction; a conflicting key rolls back the whole batch.
   std::vector<Row> registered;
   if (!error) {
-    const std::string targetsJson = json(targets).dump();
+    const std::string targetsJson = jsonText(json(targets));
     try {
       registered = co_await engine_.transaction("deliveries", [&](EngineTxn& txn) {
         std::vector<Row> fresh;

@@ -2,7 +2,9 @@
 // json_text.h.
 #include "engine/json_text.h"
 
+#include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -164,12 +166,116 @@ nlohmann::json parseJson(std::string_view text) {
   return json::parse(text);
 }
 
-std::string jsonStringArray(std::initializer_list<std::string_view> items) {
-  const auto verbatim = [](std::string_view s) {
+namespace {
+
+bool verbatimByte(char c) { return c >= 0x20 && c <= 0x7E && c != '"' && c != '\\'; }
+
+// Whether any byte of the word `x` is not verbatimByte: each test below sets the top bit of some
+// byte exactly when a byte of its kind is present (a borrow or carry only starts at such a byte).
+bool anyNonVerbatim(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  const auto anyZero = [](uint64_t v) { return (v - kOnes) & ~v; };
+  const uint64_t below = (x - kOnes * 0x20) & ~x;  // a byte below 0x20
+  const uint64_t above = (x + kOnes) | x;          // a byte above 0x7E
+  return ((below | above | anyZero(x ^ (kOnes * '"')) | anyZero(x ^ (kOnes * '\\'))) & kHigh) != 0;
+}
+
+// Whether JSON writes string `s` as its bytes in quotes: printable ASCII, nothing to escape.
+// Eight bytes at a time (the payloads' padding makes most strings long), the last word
+// overlapping the one before when the length is not a multiple of eight.
+bool verbatim(std::string_view s) {
+  const std::size_t n = s.size();
+  if (n < 8) {
     for (const char c : s)
-      if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return false;
+      if (!verbatimByte(c)) return false;
     return true;
+  }
+  const auto word = [&](std::size_t at) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + at, sizeof w);
+    return w;
   };
+  for (std::size_t i = 0; i + 8 < n; i += 8)
+    if (anyNonVerbatim(word(i))) return false;
+  return !anyNonVerbatim(word(n - 8));
+}
+
+void quoted(std::string& out, std::string_view s) {
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+template <class Integer>
+void digits(std::string& out, Integer i) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof text, i).ptr);
+}
+
+// Arrays and objects nested deeper than this are written by dump, as before this writer existed.
+constexpr int kMaxWriteDepth = 64;
+
+void append(std::string& out, const json& v, json::error_handler_t handler, int depth) {
+  switch (v.type()) {
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::number_integer:
+      digits(out, v.get<int64_t>());
+      return;
+    case json::value_t::number_unsigned:
+      digits(out, v.get<uint64_t>());
+      return;
+    case json::value_t::string:
+      return appendJsonString(out, v.get_ref<const std::string&>(), handler);
+    case json::value_t::array:
+      if (depth >= kMaxWriteDepth) break;
+      out += '[';
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) out += ',';
+        append(out, v[i], handler, depth + 1);
+      }
+      out += ']';
+      return;
+    case json::value_t::object: {
+      if (depth >= kMaxWriteDepth) break;
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.get_ref<const json::object_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        appendJsonString(out, key, handler);
+        out += ':';
+        append(out, item, handler, depth + 1);
+      }
+      out += '}';
+      return;
+    }
+    default:
+      break;
+  }
+  out += v.dump(-1, ' ', false, handler);
+}
+
+}  // namespace
+
+void appendJsonText(std::string& out, const json& v, json::error_handler_t handler) { append(out, v, handler, 0); }
+
+void appendJsonString(std::string& out, const std::string& s, json::error_handler_t handler) {
+  if (verbatim(s)) return quoted(out, s);
+  out += json(s).dump(-1, ' ', false, handler);
+}
+
+std::string jsonText(const json& v) {
+  std::string text;
+  appendJsonText(text, v, json::error_handler_t::strict);
+  return text;
+}
+
+std::string jsonStringArray(std::initializer_list<std::string_view> items) {
   std::size_t size = 2;
   for (const std::string_view item : items) {
     if (!verbatim(item)) {
@@ -184,9 +290,7 @@ std::string jsonStringArray(std::initializer_list<std::string_view> items) {
   text += '[';
   for (const std::string_view item : items) {
     if (text.size() > 1) text += ',';
-    text += '"';
-    text += item;
-    text += '"';
+    quoted(text, item);
   }
   text += ']';
   return text;

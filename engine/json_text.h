@@ -1,7 +1,7 @@
 // Reading JSON text into nlohmann::json: the same value, of the same types, and the same exceptions
 // as nlohmann::json::parse, at a fraction of its cost on the text the engine stores and reads back
-// at every step (compact dumps of objects, arrays, ASCII strings and integers). And the one piece
-// of JSON text the engine writes per delivery, an array of strings, without a JSON tree.
+// at every step (compact dumps of objects, arrays, ASCII strings and integers). And the writing of
+// such text: the bytes nlohmann::json::dump gives, without its setup for every value.
 //
 // Invariant kept: parseJson(text) and nlohmann::json::parse(text) return equal values whose every
 // node has the same type (a non-negative integer is number_unsigned, a negative one
@@ -30,5 +30,15 @@ std::optional<nlohmann::json> parseJsonSubset(std::string_view text);
 // valid UTF-8): written directly when every item is printable ASCII without a quote or a backslash,
 // by dump otherwise.
 std::string jsonStringArray(std::initializer_list<std::string_view> items);
+
+// Appends what v.dump(-1, ' ', false, handler) gives, compact with keys in order, and throws what it
+// throws (invalid UTF-8 under the strict handler). Nulls, booleans, integers, strings of printable
+// ASCII without a quote or a backslash, and the arrays and objects made of them are written here;
+// any other value (a float, a string to escape or to check as UTF-8, deep nesting) by dump, whose
+// setup costs more than such a value. appendJsonString does the same for the string `s`.
+void appendJsonText(std::string& out, const nlohmann::json& v, nlohmann::json::error_handler_t handler);
+void appendJsonString(std::string& out, const std::string& s, nlohmann::json::error_handler_t handler);
+// v.dump(): the compact text, invalid UTF-8 refused with dump's type_error.
+std::string jsonText(const nlohmann::json& v);
 
 }  // namespace durasim

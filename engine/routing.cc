@@ -42,6 +42,7 @@ Observations RoutingCore::observations(int64_t now) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (now - it->second.load.observedAt >= kRoutingWindowMs) {
       byUpdate_.erase(it->second.sequence);
+      changed(it->first);
       it = entries_.erase(it);
     } else {
       ++it;
@@ -67,16 +68,46 @@ ObservationOutcome RoutingCore::record(const std::string& shard, const LoadSnaps
     it = entries_.emplace(shard, Entry{load, 0}).first;
   }
   outcome.kept = true;
+  changed(shard);
   it->second.sequence = nextSequence_++;
   byUpdate_.emplace(it->second.sequence, shard);
   while (entries_.size() > kRoutingMaxObservedShards) {  // evict the least recently updated
     auto oldest = byUpdate_.begin();
     outcome.evicted.push_back(oldest->second);
+    changed(oldest->second);
     entries_.erase(oldest->second);
     byUpdate_.erase(oldest);
   }
   outcome.size = entries_.size();
   return outcome;
+}
+
+void RoutingCore::changed(const std::string& shard) {
+  if (rebuild_) return;
+  changed_.insert(shard);
+  if (changed_.size() > kRoutingMaxObservedShards) {
+    changed_.clear();
+    rebuild_ = true;
+  }
+}
+
+std::shared_ptr<const nlohmann::json> RoutingCore::observationsJson() {
+  if (!json_ || rebuild_) {
+    json_ = std::make_shared<nlohmann::json>(nlohmann::json::value_t::object);
+    for (const auto& [shard, entry] : entries_) (*json_)[shard] = loadToJson(entry.load);
+  } else {
+    if (json_.use_count() > 1) json_ = std::make_shared<nlohmann::json>(*json_);  // an event still holds it
+    for (const std::string& shard : changed_) {
+      const auto it = entries_.find(shard);
+      if (it == entries_.end())
+        json_->erase(shard);
+      else
+        (*json_)[shard] = loadToJson(it->second.load);
+    }
+  }
+  changed_.clear();
+  rebuild_ = false;
+  return json_;
 }
 
 // ---------------------------------------------------------------------------------------------

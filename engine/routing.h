@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,14 +102,25 @@ class RoutingCore {
   int64_t width() const { return width_; }
   std::optional<int64_t> lastResizeAt() const { return lastResizeAt_; }
 
+  // The entries as the JSON object `rte.push.begin` carries (shard -> loadToJson). It is kept
+  // between calls and shared with the events that carry it: only the entries changed since the
+  // last call are converted again, and a copy is taken first if an event still holds it.
+  std::shared_ptr<const nlohmann::json> observationsJson();
+
  private:
   struct Entry {
     LoadSnapshot load;
     uint64_t sequence = 0;  // position in the update order
   };
+  // Notes that the entry of `shard` changed or went, for observationsJson.
+  void changed(const std::string& shard);
+
   std::map<std::string, Entry> entries_;
   std::map<uint64_t, std::string> byUpdate_;  // sequence -> shard, oldest first
   uint64_t nextSequence_ = 0;
+  std::shared_ptr<nlohmann::json> json_;  // observationsJson's object, null until first asked for
+  std::set<std::string> changed_;         // shards whose entries changed since json_ was brought up to date
+  bool rebuild_ = true;                   // more changed than are worth noting: json_ is built again
   int64_t width_ = 1;
   std::optional<int64_t> lastResizeAt_;
 };
@@ -196,10 +208,9 @@ class RoutingClient {
   }
   static bool probing(const Shared& shared) { return static_cast<bool>(shared.options.probe); }
 
-  static void emitBegin(const Shared& shared, int64_t push, const Observations& observed, std::optional<int64_t> timeoutMs) {
+  // After shared.core.observations(now): the observations the push saw are the core's entries.
+  static void emitBegin(Shared& shared, int64_t push, std::optional<int64_t> timeoutMs) {
     if (!probing(shared)) return;
-    JsonFields loads;
-    for (const auto& [shard, load] : observed) loads.add(shard, detail::loadToJson(load));
     const std::optional<int64_t> last = shared.core.lastResizeAt();
     emit(shared, routing_events::kPushBegin,
          EventFields()
@@ -209,7 +220,7 @@ class RoutingClient {
              .add("custom", static_cast<bool>(shared.options.sharding))
              .add("timeoutMs", json_or_null(timeoutMs))
              .add("softBacklogLimit", shared.options.softBacklogLimit)
-             .add("observed", std::move(loads)));
+             .share("observed", shared.core.observationsJson()));
   }
 
   // routing.md 3.1 steps 2 and 3: the target, or an exception (after `rte.push.refused`).
@@ -287,7 +298,7 @@ class RoutingClient {
                                std::optional<int64_t> timeoutMs, Input input, std::optional<nlohmann::json> context) {
     const int64_t push = ++shared->pushes;
     Observations observed = shared->core.observations(shared->clock->now());
-    emitBegin(*shared, push, observed, timeoutMs);
+    emitBegin(*shared, push, timeoutMs);
     const ShardAddress address = target(*shared, push, bound, input, context, observed);
 
     std::optional<Result> response;

@@ -72,10 +72,21 @@ class EventFields {
  public:
   struct Field {
     Field(std::string_view k, nlohmann::json v) : key(k), value(std::move(v)) {}
+    // Only a shared_ptr itself selects this: a literal 0 or nullptr is a JSON value (0, null).
+    template <class Pointer>
+      requires std::is_same_v<std::remove_cvref_t<Pointer>, std::shared_ptr<const nlohmann::json>>
+    Field(std::string_view k, Pointer&& v) : key(k), shared(std::forward<Pointer>(v)) {}
+    // The field's value, wherever it is held.
+    const nlohmann::json& read() const { return shared ? *shared : value; }
     std::string key;
-    // Mutable so that the constructor can move it out of its initializer list, whose elements are
-    // const temporaries that die with the call (nlohmann::json's json_ref does the same).
+    // The value unless `shared` holds it. Mutable so that the constructor can move it out of its
+    // initializer list, whose elements are const temporaries that die with the call (nlohmann::json's
+    // json_ref does the same).
     mutable nlohmann::json value;
+    // A large value its producer keeps and shares with each event that carries it (routing's map of
+    // observed loads), instead of a copy built and dropped per event. Never written through: a
+    // write to the field first takes its own copy.
+    std::shared_ptr<const nlohmann::json> shared;
   };
   using const_iterator = std::vector<Field>::const_iterator;
 
@@ -90,17 +101,22 @@ class EventFields {
   nlohmann::json& operator[](std::string_view key);
   template <class Value>
   EventFields& add(std::string_view key, Value&& value) & {
-    (*this)[key] = nlohmann::json(std::forward<Value>(value));
+    Field& to = field(key);
+    to.value = nlohmann::json(std::forward<Value>(value));
+    to.shared.reset();
     return *this;
   }
   template <class Value>
   EventFields&& add(std::string_view key, Value&& value) && {
     return std::move(add(key, std::forward<Value>(value)));
   }
-  // Sets each of `fields`, as add() does (of a key repeated in `fields`, the last value stays).
-  void update(std::initializer_list<Field> fields) {
-    for (const Field& field : fields) (*this)[field.key] = std::move(field.value);
+  // Sets `key` to a value shared with its producer (see Field::shared); readers see it as any other.
+  EventFields& share(std::string_view key, std::shared_ptr<const nlohmann::json> value) &;
+  EventFields&& share(std::string_view key, std::shared_ptr<const nlohmann::json> value) && {
+    return std::move(share(key, std::move(value)));
   }
+  // Sets each of `fields`, as add() does (of a key repeated in `fields`, the last value stays).
+  void update(std::initializer_list<Field> fields);
 
   // Reading, with the names and failures of nlohmann::json's object interface: at() throws its
   // out_of_range error (id 403) for a missing key; value() gives `fallback` for a missing key and
@@ -126,7 +142,11 @@ class EventFields {
 
  private:
   void take(nlohmann::json&& object);
-  nlohmann::json* find_mutable(std::string_view key);
+  Field* find_field(std::string_view key);
+  // The field of `key`, added with a null value when absent.
+  Field& field(std::string_view key);
+  // Moves what `from` holds into `to` (from an initializer list's element: see Field::value).
+  static void set(Field& to, const Field& from);
 
   std::vector<Field> fields_;
 };

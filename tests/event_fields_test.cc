@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,34 @@ RC_GTEST_PROP(EventFields, FoldIntoTheTraceHashAsTheirJsonObject, ()) {
   RC_ASSERT(traces::canonical_fields_line(fields) == traces::canonical_line(object));
   RC_ASSERT(traces::fold_event(seed, fields) == traces::fold_event(seed, object));
   for (const auto& [key, value] : sets) RC_ASSERT(traces::canonical_line(fields.at(key)) == traces::canonical_line(object.at(key)));
+}
+
+TEST(EventFields, ASharedValueReadsAsItsValueAndAWriteTakesACopy) {
+  const auto shared = std::make_shared<const json>(json({{"shard-1", {{"observedAt", 5}}}, {"shard-2", nullptr}}));
+  EventFields fields = EventFields{{"push", 1}}.share("observed", shared);
+  const json object = {{"push", 1}, {"observed", *shared}};
+  EXPECT_EQ(&fields.at("observed"), shared.get());  // read in place, not copied
+  EXPECT_EQ(fields.to_json(), object);
+  EXPECT_EQ(traces::canonical_fields_line(fields), traces::canonical_line(object));
+  EXPECT_EQ(traces::fold_event(9, fields), traces::fold_event(9, object));
+
+  const EventFields copy = fields;  // copies share the value too
+  EXPECT_EQ(&copy.at("observed"), shared.get());
+  fields["observed"]["shard-3"] = 7;  // a write goes to the field's own copy
+  EXPECT_EQ(*shared, object.at("observed"));
+  EXPECT_EQ(copy.to_json(), object);
+  EXPECT_EQ(fields.at("observed").size(), 3u);
+  EXPECT_NE(&fields.at("observed"), shared.get());
+
+  fields.update({{"observed", shared}, {"push", 2}});  // update and the initializer list take shared values
+  EXPECT_EQ(&fields.at("observed"), shared.get());
+  EXPECT_EQ(EventFields({{"observed", shared}}).to_json(), json({{"observed", *shared}}));
+  fields.add("observed", 0);  // setting a plain value drops the shared one
+  EXPECT_EQ(fields.at("observed"), 0);
+  // A literal 0 or nullptr is a JSON value, as in the object's initializer list.
+  const EventFields literals = {{"zero", 0}, {"null", nullptr}};
+  EXPECT_EQ(literals.to_json(), json({{"zero", 0}, {"null", nullptr}}));
+  EXPECT_EQ(literals.at("zero").type(), json::value_t::number_integer);
 }
 
 TEST(EventFields, ManyFieldsFoldAsTheirJsonObject) {

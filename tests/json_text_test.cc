@@ -5,7 +5,8 @@
 // bytes), so the subset's boundaries (floats, escapes, UTF-8, leading zeros, 19-digit integers,
 // repeated keys, trailing bytes) are crossed from both sides. deserialize, which reads the stored
 // envelope's value through the same reader, must give what the envelope's "value" gives.
-// jsonStringArray must write the text nlohmann::json's dump writes for the same array of strings.
+// jsonStringArray, appendJsonText and appendJsonString must write the text nlohmann::json's dump
+// writes for the same value (or throw its exception).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -211,19 +212,22 @@ TEST(ParseJson, ReadsTheSubsetsBoundariesAsNlohmannDoes) {
   expectAgrees(std::string("[1,\0]", 5));
 }
 
+// What `write` returns, or the message and id of the exception it throws.
+template <class Write>
+std::pair<std::string, int> textOrError(const Write& write) {
+  try {
+    return {write(), 0};
+  } catch (const json::exception& e) {
+    return {e.what(), e.id};
+  }
+}
+
 // jsonStringArray(items) against json::array(items).dump(): the same text, or the same exception.
 void expectSameArrayText(std::initializer_list<std::string_view> items) {
   json array = json::array();
   for (const std::string_view item : items) array.push_back(std::string(item));
-  const auto text = [](const auto& write) -> std::pair<std::string, int> {
-    try {
-      return {write(), 0};
-    } catch (const json::exception& e) {
-      return {e.what(), e.id};
-    }
-  };
-  const auto fast = text([&] { return jsonStringArray(items); });
-  const auto reference = text([&] { return array.dump(); });
+  const auto fast = textOrError([&] { return jsonStringArray(items); });
+  const auto reference = textOrError([&] { return array.dump(); });
   RC_ASSERT(fast == reference);
 }
 
@@ -251,6 +255,60 @@ TEST(JsonStringArray, WritesTheEdgesAsDumpDoes) {
       EXPECT_EQ(jsonStringArray({item, other}), expected) << item;
     }
   EXPECT_EQ(jsonStringArray({std::string_view("a\0b", 3)}), json::array({std::string("a\0b", 3)}).dump());
+}
+
+// appendJsonText(v) against v.dump(-1, ' ', false, handler) after the same text: the same text, or
+// the same exception. appendJsonString likewise for a string.
+std::pair<std::string, int> written(const json& v, json::error_handler_t handler) {
+  return textOrError([&] {
+    std::string out = "[0,";
+    if (v.is_string()) {
+      appendJsonString(out, v.get_ref<const std::string&>(), handler);
+      out += ',';
+    }
+    appendJsonText(out, v, handler);
+    return out;
+  });
+}
+std::pair<std::string, int> dumped(const json& v, json::error_handler_t handler) {
+  return textOrError([&] {
+    const std::string text = v.dump(-1, ' ', false, handler);
+    return "[0," + (v.is_string() ? text + "," : "") + text;
+  });
+}
+
+constexpr json::error_handler_t kHandlers[] = {json::error_handler_t::strict, json::error_handler_t::replace, json::error_handler_t::ignore};
+
+RC_GTEST_PROP(AppendJsonText, WritesWhatDumpWrites, ()) {
+  const json v = *genValue(0);
+  for (const json::error_handler_t handler : kHandlers) RC_ASSERT(written(v, handler) == dumped(v, handler));
+}
+
+TEST(AppendJsonText, WritesTheEdgesAsDumpDoes) {
+  std::vector<json> values{json(), true, false, 0, -1, std::numeric_limits<int64_t>::min(), std::numeric_limits<uint64_t>::max(),
+                           0.5, -0.0, std::numeric_limits<double>::infinity(), json::array(), json::object(), json::binary({1, 2})};
+  for (const char* text : {"", "a", "a\"b", "a\\b", "\x1f", " ", "~", "\x7f", "\x80", "\xc3\xa9", "\xff", "\xc3", "tab\there"}) {
+    values.emplace_back(text);
+    values.push_back(json::object({{text, 1}, {"k", text}}));
+    values.push_back(json::array({1, text, json::array({text})}));
+  }
+  values.emplace_back(std::string("a\0b", 3));
+  // Every position of strings up to three words long, holding each kind of byte at the edges of
+  // what is written as it is (the writer tests eight bytes at a time).
+  for (std::size_t length = 1; length <= 24; ++length)
+    for (std::size_t at = 0; at < length; ++at)
+      for (const char c : {'\x00', '\x1f', ' ', '!', '"', '#', '[', '\\', ']', '~', '\x7f', '\x80', '\xc3', '\xff'}) {
+        std::string text(length, 'a');
+        text[at] = c;
+        values.emplace_back(text);
+      }
+  // Deeper than the writer's own nesting (64): the rest goes to dump.
+  json deep = json::array({"leaf", 1.5, "\xff"});
+  for (int i = 0; i < 100; ++i) deep = i % 2 ? json::array({i, std::move(deep)}) : json::object({{"k" + std::to_string(i), std::move(deep)}});
+  values.push_back(deep);
+  values.push_back(json(json::value_t::discarded));
+  for (const json& v : values)
+    for (const json::error_handler_t handler : kHandlers) EXPECT_EQ(written(v, handler), dumped(v, handler)) << dumped(v, json::error_handler_t::replace).first;
 }
 
 }  // namespace

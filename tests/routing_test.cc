@@ -477,6 +477,45 @@ TEST(RoutingSelection, PowerOfTwoChoicesRule) {
   EXPECT_EQ(pick(0.5, 0.25, tied), "shard-2");
 }
 
+// The observation map `rte.push.begin` carries is kept between pushes and shared with the events:
+// after any sequence of replies recorded, evictions and window expiries it equals the map built
+// from the observations afresh, and an event that still holds an earlier map keeps what it saw.
+TEST(RoutingObservationsJson, FollowsTheObservationsAndLeavesHeldMapsAlone) {
+  using json = nlohmann::json;
+  detail::RoutingCore core;
+  const auto fresh = [&](int64_t now) {
+    json expected = json::object();
+    for (const auto& [shard, load] : core.observations(now)) expected[shard] = detail::loadToJson(load);
+    return expected;
+  };
+  std::vector<std::pair<std::shared_ptr<const json>, json>> held;  // a map an event kept, and what it was
+  uint64_t state = 7;
+  const auto next = [&](uint64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % bound;
+  };
+  int64_t now = 0;
+  for (int step = 0; step < 4000; ++step) {
+    // Steps 1000 to 2999 record replies of more shards than the cap within the window (evictions),
+    // and the first 1,600 of them without a push between (more changes than are worth noting).
+    const bool many = step >= 1000 && step < 3000;
+    now += static_cast<int64_t>(next(many ? 3 : 3000));
+    const std::string shard = "shard-" + std::to_string(next(many ? 5000 : 40));
+    LoadSnapshot load = loadAt(now - static_cast<int64_t>(next(many ? 1000 : 70'000)), static_cast<int64_t>(next(9)),
+                               static_cast<int64_t>(next(4)));
+    if (next(3) == 0) load.outbound.averageProcessingMs = static_cast<double>(next(100)) / 4;
+    core.record(shard, load);
+    if (step == 2999) EXPECT_EQ(core.observations(now).size(), kRoutingMaxObservedShards);  // the cap was reached
+    if (next(4) != 0 || (step >= 1000 && step < 2600)) continue;
+    const json expected = fresh(now);
+    const std::shared_ptr<const json> shared = core.observationsJson();
+    ASSERT_EQ(*shared, expected) << "step " << step;
+    if (next(2) == 0) held.emplace_back(shared, expected);
+    if (held.size() > 5) held.erase(held.begin());
+  }
+  for (const auto& [shared, was] : held) EXPECT_EQ(*shared, was);
+}
+
 TEST(RoutingSelection, ClientRoutesToTheSelectedShard) {
   Host host;
   Recorder rec(host);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/event_bus_events.h"
+#include "engine/json_text.h"
 #include "engine/runtime_errors.h"
 
 namespace durasim::workloads {
@@ -150,7 +151,7 @@ Task<nlohmann::json> Bus::emit(nlohmann::json args) {
   events::EmitOptions options;
   if (args.contains("id")) options.id = args.at("id").get<std::string>();
   if (args.contains("maxDepth")) options.maxDepth = args.at("maxDepth").get<int64_t>();
-  EventFields reported = {{"topic", topic}, {"payload", payload.dump()}};
+  EventFields reported = {{"topic", topic}, {"payload", jsonText(payload)}};
   try {
     Task<std::string> emitting = events::emit(bus_, topic, payload, options);
     const std::string id = co_await emitting;

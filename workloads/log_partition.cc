@@ -295,7 +295,7 @@ Task<void> LogPartition::enforceRetention(const DurableAlarmInfo&) {
 // cold.write: create-only under the segment's key; a refused overwrite holds the same range.
 Task<std::string> LogPartition::writeSegment(const LogSegment& segment) {
   const std::string key = segmentKey(ctx_.id.second, segment.firstOffset, segment.lastOffset);
-  const std::string body = recordsJson(segment.records).dump();
+  const std::string body = jsonText(recordsJson(segment.records));
   ColdPutOptions createOnly;
   createOnly.etagDoesNotMatch = "*";
   Task<std::optional<ColdObject>> putting = ctx_.bucket(kLogBucket).put(key, body, createOnly);

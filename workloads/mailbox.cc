@@ -253,7 +253,7 @@ Task<void> Mailbox::store(const char* bucket, StoredMessage message) {
   ColdPutOptions options;
   options.etagDoesNotMatch = "*";
   const std::string key = storedKey(label(), message.id);
-  Task<std::optional<ColdObject>> putting = ctx_.bucket(bucket).put(key, storedJson(message).dump(), options);
+  Task<std::optional<ColdObject>> putting = ctx_.bucket(bucket).put(key, jsonText(storedJson(message)), options);
   const std::optional<ColdObject> created = co_await putting;
   nlohmann::json reported = JsonFields()
       .add("mailbox", label())
