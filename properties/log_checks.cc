@@ -82,7 +82,7 @@ void LogChecks::onFault(const EventFields& e) {
 }
 
 void LogChecks::dispatch(EventType ev, const EventFields& e) {
-  const std::string object = text(e, "object");
+  const std::string& object = textRef(e, "object");
   ObjectState& s = objects_[object];
   const int64_t incarnation = num(e, "incarnation");
   if (ev == "incarnation.start") {
