@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-
-#include "engine/json_text.h"
 
 namespace durasim::traces {
 namespace {
@@ -219,21 +218,66 @@ class EventEncoder {
 }  // namespace
 
 std::string canonical_line(const nlohmann::json& event) {
-  std::string line;
-  appendJsonText(line, event, nlohmann::json::error_handler_t::replace);  // event.dump(-1, ' ', false, replace)
-  return line;
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+namespace {
+
+// Whether the canonical text of string `s` is `s` in quotes: printable ASCII, nothing to escape.
+bool verbatim(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; });
+}
+
+// Appends the canonical text of `v`: nulls, booleans, integers and verbatim strings written here,
+// anything else by nlohmann::json's own serialiser (whose setup costs more than such a value).
+void append_canonical(std::string& line, const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      line += "null";
+      return;
+    case json::value_t::boolean:
+      line += v.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char digits[24];
+      const auto end = v.is_number_unsigned() ? std::to_chars(digits, digits + sizeof digits, v.get<uint64_t>()).ptr
+                                              : std::to_chars(digits, digits + sizeof digits, v.get<int64_t>()).ptr;
+      line.append(digits, end);
+      return;
+    }
+    case json::value_t::string:
+      if (const std::string& s = v.get_ref<const std::string&>(); verbatim(s)) {
+        line += '"';
+        line += s;
+        line += '"';
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  line += canonical_line(v);
+}
+
+}  // namespace
 
 std::string canonical_fields_line(const EventFields& event) {
   const SortedFields sorted(event);
   if (!sorted.fits()) [[unlikely]] return canonical_line(event.to_json());
-  constexpr auto kReplace = json::error_handler_t::replace;  // as canonical_line
   std::string line = "{";
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     if (i > 0) line += ',';
-    appendJsonString(line, sorted[i].key, kReplace);
+    const std::string& key = sorted[i].key;
+    if (verbatim(key)) {
+      line += '"';
+      line += key;
+      line += '"';
+    } else {
+      line += canonical_line(json(key));
+    }
     line += ':';
-    appendJsonText(line, sorted[i].read(), kReplace);
+    append_canonical(line, sorted[i].read());
   }
   line += '}';
   return line;
