@@ -10,26 +10,7 @@ namespace durasim {
 EventFields::EventFields(std::initializer_list<Field> fields) {
   fields_.reserve(fields.size() + 4);  // room for the header the host adds (object, incarnation, ev, t)
   for (const Field& field : fields)
-    if (!find(field.key)) {
-      Field& added = fields_.emplace_back(field.key, std::move(field.value));
-      if (field.shared) added.shared = field.shared;
-    }
-}
-
-void EventFields::set(Field& to, const Field& from) {
-  to.value = std::move(from.value);
-  to.shared = from.shared;
-}
-
-void EventFields::update(std::initializer_list<Field> fields) {
-  for (const Field& from : fields) set(field(from.key), from);
-}
-
-EventFields& EventFields::share(std::string_view key, std::shared_ptr<const nlohmann::json> value) & {
-  Field& to = field(key);
-  to.value = nullptr;
-  to.shared = std::move(value);
-  return *this;
+    if (!find(field.key)) fields_.emplace_back(field.key, std::move(field.value));
 }
 
 EventFields::EventFields(const nlohmann::json& object) { take(nlohmann::json(object)); }
@@ -72,33 +53,49 @@ bool same_key(const std::string& a, std::string_view b) {
 }
 }  // namespace
 
-EventFields::Field* EventFields::find_field(std::string_view key) {
-  for (Field& field : fields_)
-    if (same_key(field.key, key)) return &field;
+nlohmann::json* EventFields::find_mutable(std::string_view key) {
+  for (Field& field : fields_) {
+    if (!same_key(field.key, key)) continue;
+    if (!shared_.empty()) {  // written to: a shared value becomes the field's own copy
+      const std::size_t index = static_cast<std::size_t>(&field - fields_.data());
+      const auto it = std::find_if(shared_.begin(), shared_.end(), [&](const Shared& s) { return s.index == index; });
+      if (it != shared_.end()) {
+        field.value = *it->value;
+        shared_.erase(it);
+      }
+    }
+    return &field.value;
+  }
   return nullptr;
 }
 
 const nlohmann::json* EventFields::find(std::string_view key) const {
   for (const Field& field : fields_)
-    if (same_key(field.key, key)) return &field.read();
+    if (same_key(field.key, key)) return &read(field);
   return nullptr;
 }
 
-EventFields::Field& EventFields::field(std::string_view key) {
-  if (Field* found = find_field(key)) return *found;
-  // Fields built one by one grow by more than the vector's doubling from one: an event has a few
-  // fields of its own and the four of its header.
-  if (fields_.size() == fields_.capacity()) fields_.reserve(std::max<std::size_t>(8, 2 * fields_.size()));
-  return fields_.emplace_back(key, nullptr);
+const nlohmann::json& EventFields::read_shared(const Field& field) const {
+  const std::size_t index = static_cast<std::size_t>(&field - fields_.data());
+  for (const Shared& s : shared_)
+    if (s.index == index) return *s.value;
+  return field.value;
+}
+
+EventFields& EventFields::share(std::string_view key, std::shared_ptr<const nlohmann::json> value) & {
+  (*this)[key] = nullptr;  // the field, its own value dropped (and any earlier shared value with it)
+  std::size_t index = 0;
+  while (!same_key(fields_[index].key, key)) ++index;
+  shared_.push_back({index, std::move(value)});
+  return *this;
 }
 
 nlohmann::json& EventFields::operator[](std::string_view key) {
-  Field& found = field(key);
-  if (found.shared) {  // written to: the field takes its own copy
-    found.value = *found.shared;
-    found.shared.reset();
-  }
-  return found.value;
+  if (nlohmann::json* found = find_mutable(key)) return *found;
+  // Fields built one by one grow by more than the vector's doubling from one: an event has a few
+  // fields of its own and the four of its header.
+  if (fields_.size() == fields_.capacity()) fields_.reserve(std::max<std::size_t>(8, 2 * fields_.size()));
+  return fields_.emplace_back(key, nullptr).value;
 }
 
 const nlohmann::json& EventFields::at(std::string_view key) const {
@@ -109,7 +106,7 @@ const nlohmann::json& EventFields::at(std::string_view key) const {
 nlohmann::json EventFields::to_json() const {
   nlohmann::json object(nlohmann::json::value_t::object);
   auto& members = object.get_ref<nlohmann::json::object_t&>();
-  for (const Field& field : fields_) members.emplace(field.key, field.read());
+  for (const Field& field : fields_) members.emplace(field.key, read(field));
   return object;
 }
 

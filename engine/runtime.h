@@ -72,21 +72,10 @@ class EventFields {
  public:
   struct Field {
     Field(std::string_view k, nlohmann::json v) : key(k), value(std::move(v)) {}
-    // Only a shared_ptr itself selects this: a literal 0 or nullptr is a JSON value (0, null).
-    template <class Pointer>
-      requires std::is_same_v<std::remove_cvref_t<Pointer>, std::shared_ptr<const nlohmann::json>>
-    Field(std::string_view k, Pointer&& v) : key(k), shared(std::forward<Pointer>(v)) {}
-    // The field's value, wherever it is held.
-    const nlohmann::json& read() const { return shared ? *shared : value; }
     std::string key;
-    // The value unless `shared` holds it. Mutable so that the constructor can move it out of its
-    // initializer list, whose elements are const temporaries that die with the call (nlohmann::json's
-    // json_ref does the same).
+    // Mutable so that the constructor can move it out of its initializer list, whose elements are
+    // const temporaries that die with the call (nlohmann::json's json_ref does the same).
     mutable nlohmann::json value;
-    // A large value its producer keeps and shares with each event that carries it (routing's map of
-    // observed loads), instead of a copy built and dropped per event. Never written through: a
-    // write to the field first takes its own copy.
-    std::shared_ptr<const nlohmann::json> shared;
   };
   using const_iterator = std::vector<Field>::const_iterator;
 
@@ -101,22 +90,30 @@ class EventFields {
   nlohmann::json& operator[](std::string_view key);
   template <class Value>
   EventFields& add(std::string_view key, Value&& value) & {
-    Field& to = field(key);
-    to.value = nlohmann::json(std::forward<Value>(value));
-    to.shared.reset();
+    (*this)[key] = nlohmann::json(std::forward<Value>(value));
     return *this;
   }
   template <class Value>
   EventFields&& add(std::string_view key, Value&& value) && {
     return std::move(add(key, std::forward<Value>(value)));
   }
-  // Sets `key` to a value shared with its producer (see Field::shared); readers see it as any other.
+  // Sets each of `fields`, as add() does (of a key repeated in `fields`, the last value stays).
+  void update(std::initializer_list<Field> fields) {
+    for (const Field& field : fields) (*this)[field.key] = std::move(field.value);
+  }
+  // Sets `key` to a value its producer keeps and shares with every event that carries it (the
+  // routing client's map of observed loads), instead of a copy built and dropped per event. Readers
+  // see it as any other value; a write to the field (operator[], add) first takes the field's own
+  // copy, so the shared value is never written through.
   EventFields& share(std::string_view key, std::shared_ptr<const nlohmann::json> value) &;
   EventFields&& share(std::string_view key, std::shared_ptr<const nlohmann::json> value) && {
     return std::move(share(key, std::move(value)));
   }
-  // Sets each of `fields`, as add() does (of a key repeated in `fields`, the last value stays).
-  void update(std::initializer_list<Field> fields);
+  // The value of `field`, one of these fields (as iterated): where share() put it, or its own.
+  const nlohmann::json& read(const Field& field) const {
+    if (shared_.empty()) [[likely]] return field.value;
+    return read_shared(field);
+  }
 
   // Reading, with the names and failures of nlohmann::json's object interface: at() throws its
   // out_of_range error (id 403) for a missing key; value() gives `fallback` for a missing key and
@@ -142,13 +139,17 @@ class EventFields {
 
  private:
   void take(nlohmann::json&& object);
-  Field* find_field(std::string_view key);
-  // The field of `key`, added with a null value when absent.
-  Field& field(std::string_view key);
-  // Moves what `from` holds into `to` (from an initializer list's element: see Field::value).
-  static void set(Field& to, const Field& from);
+  nlohmann::json* find_mutable(std::string_view key);
+  const nlohmann::json& read_shared(const Field& field) const;
 
+  // A field whose value share() set: its position in fields_ (fields are never removed), and the
+  // value. Most events have none, and pay one empty vector for the possibility.
+  struct Shared {
+    std::size_t index;
+    std::shared_ptr<const nlohmann::json> value;
+  };
   std::vector<Field> fields_;
+  std::vector<Shared> shared_;
 };
 
 // An optional as JSON: its value, or null.

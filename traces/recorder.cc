@@ -138,7 +138,7 @@ class EventEncoder {
     word(sorted.size());
     for (std::size_t i = 0; i < sorted.size(); ++i) {
       text(sorted[i].key);
-      value(sorted[i].read());
+      value(fields.read(sorted[i]));
     }
   }
 
@@ -277,7 +277,7 @@ std::string canonical_fields_line(const EventFields& event) {
       line += canonical_line(json(key));
     }
     line += ':';
-    append_canonical(line, sorted[i].read());
+    append_canonical(line, event.read(sorted[i]));
   }
   line += '}';
   return line;
