@@ -130,6 +130,8 @@ class EventFields {
 
   std::size_t size() const { return fields_.size(); }
   bool empty() const { return fields_.empty(); }
+  // The fields in the order they were set; read a field's value with read(field) (a shared one's
+  // own `value` is null).
   const_iterator begin() const { return fields_.begin(); }
   const_iterator end() const { return fields_.end(); }
 
