@@ -264,9 +264,9 @@ void append(std::string& out, const json& v, json::error_handler_t handler, int 
 
 void appendJsonText(std::string& out, const json& v, json::error_handler_t handler) { append(out, v, handler, 0); }
 
-void appendJsonString(std::string& out, const std::string& s, json::error_handler_t handler) {
+void appendJsonString(std::string& out, std::string_view s, json::error_handler_t handler) {
   if (verbatim(s)) return quoted(out, s);
-  out += json(s).dump(-1, ' ', false, handler);
+  out += json(std::string(s)).dump(-1, ' ', false, handler);
 }
 
 std::string jsonText(const json& v) {
@@ -276,21 +276,10 @@ std::string jsonText(const json& v) {
 }
 
 std::string jsonStringArray(std::initializer_list<std::string_view> items) {
-  std::size_t size = 2;
-  for (const std::string_view item : items) {
-    if (!verbatim(item)) {
-      json array = json::array();
-      for (const std::string_view each : items) array.push_back(std::string(each));
-      return array.dump();
-    }
-    size += item.size() + 3;
-  }
-  std::string text;
-  text.reserve(size);
-  text += '[';
+  std::string text = "[";
   for (const std::string_view item : items) {
     if (text.size() > 1) text += ',';
-    quoted(text, item);
+    appendJsonString(text, item, json::error_handler_t::strict);  // dump()'s handler
   }
   text += ']';
   return text;

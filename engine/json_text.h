@@ -27,8 +27,7 @@ nlohmann::json parseJson(std::string_view text);
 std::optional<nlohmann::json> parseJsonSubset(std::string_view text);
 
 // The text nlohmann::json::array(items).dump() gives (and its exception, for a string that is not
-// valid UTF-8): written directly when every item is printable ASCII without a quote or a backslash,
-// by dump otherwise.
+// valid UTF-8), without building the array: each item as appendJsonString writes it.
 std::string jsonStringArray(std::initializer_list<std::string_view> items);
 
 // Appends what v.dump(-1, ' ', false, handler) gives, compact with keys in order, and throws what it
@@ -37,7 +36,7 @@ std::string jsonStringArray(std::initializer_list<std::string_view> items);
 // any other value (a float, a string to escape or to check as UTF-8, deep nesting) by dump, whose
 // setup costs more than such a value. appendJsonString does the same for the string `s`.
 void appendJsonText(std::string& out, const nlohmann::json& v, nlohmann::json::error_handler_t handler);
-void appendJsonString(std::string& out, const std::string& s, nlohmann::json::error_handler_t handler);
+void appendJsonString(std::string& out, std::string_view s, nlohmann::json::error_handler_t handler);
 // v.dump(): the compact text, invalid UTF-8 refused with dump's type_error.
 std::string jsonText(const nlohmann::json& v);
 
