@@ -251,7 +251,13 @@ class RoutingClient {
     }
   }
 
-  static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late) {
+  // The reply's load as `rte.reply` and `rte.resize` carry it: converted once, shared by both.
+  static std::shared_ptr<const nlohmann::json> loadJson(const Shared& shared, const LoadSnapshot& load) {
+    return probing(shared) ? std::make_shared<const nlohmann::json>(detail::loadToJson(load)) : nullptr;
+  }
+
+  static void emitReply(const Shared& shared, int64_t push, const std::string& shard, const Result& response, bool late,
+                        std::shared_ptr<const nlohmann::json> load) {
     if (!probing(shared)) return;
     emit(shared, routing_events::kReply,
          EventFields()
@@ -260,12 +266,14 @@ class RoutingClient {
              .add("success", response.success)
              .add("value", response.value.has_value())
              .add("error", response.error.has_value())
-             .add("load", detail::loadToJson(response.load))
+             .share("load", std::move(load))
              .add("late", late));
   }
 
   // routing.md 3.1 steps 5 and 6, traced.
-  static void observe(Shared& shared, int64_t push, const std::string& shard, const LoadSnapshot& load) {
+  // `loadJson`: loadJson(shared, load).
+  static void observe(Shared& shared, int64_t push, const std::string& shard, const LoadSnapshot& load,
+                      std::shared_ptr<const nlohmann::json> loadJson) {
     const detail::ObservationOutcome outcome = shared.core.record(shard, load);
     if (probing(shared))
       emit(shared, routing_events::kObserve,
@@ -286,7 +294,7 @@ class RoutingClient {
     emit(shared, routing_events::kResize,
          EventFields()
              .add("push", push)
-             .add("load", detail::loadToJson(load))
+             .share("load", std::move(loadJson))
              .add("softBacklogLimit", shared.options.softBacklogLimit)
              .add("before", widthBefore)
              .add("after", shared.core.width())
@@ -321,8 +329,9 @@ class RoutingClient {
       if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "threw"}, {"message", "non-standard exception"}});
       throw;
     }
-    emitReply(*shared, push, address.shard, *response, false);
-    observe(*shared, push, address.shard, response->load);
+    const std::shared_ptr<const nlohmann::json> replyLoad = loadJson(*shared, response->load);
+    emitReply(*shared, push, address.shard, *response, false, replyLoad);
+    observe(*shared, push, address.shard, response->load, replyLoad);
     if (probing(*shared)) emit(*shared, routing_events::kPushReturn, {{"push", push}, {"success", response->success}});
     co_return std::move(*response);
   }
@@ -338,7 +347,7 @@ class RoutingClient {
       call->error = std::current_exception();
     }
     if (call->abandoned && probing(*shared)) {
-      if (call->result) emitReply(*shared, push, address.shard, *call->result, true);
+      if (call->result) emitReply(*shared, push, address.shard, *call->result, true, loadJson(*shared, call->result->load));
       else emit(*shared, routing_events::kLateFailure, {{"push", push}});
     }
     call->done->set();

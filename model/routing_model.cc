@@ -2,37 +2,54 @@
 #include "model/routing_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
 
 namespace durasim::model {
 
 namespace {
 
-const nlohmann::json& field(const nlohmann::json& object, const char* name) {
-  if (object.is_object())
-    if (const auto found = object.find(name); found != object.end()) return *found;
+// The members of a load snapshot's object (or of one of its directions) that selection reads, found
+// in one walk over its members; a name absent (or `object` not an object) leaves its slot null.
+template <std::size_t N>
+std::array<const nlohmann::json*, N> members(const nlohmann::json& object, const std::array<std::string_view, N>& names) {
+  std::array<const nlohmann::json*, N> found{};
+  if (!object.is_object()) return found;
+  for (const auto& [key, value] : object.get_ref<const nlohmann::json::object_t&>())
+    for (std::size_t i = 0; i < N; ++i)
+      if (key == names[i]) found[i] = &value;
+  return found;
+}
+
+const nlohmann::json& field(const nlohmann::json* found, const char* name) {
+  if (found) return *found;
   throw std::invalid_argument(std::string("load snapshot lacks ") + name);
 }
 
-std::optional<double> optionalAverage(const nlohmann::json& direction) {
-  const nlohmann::json& average = field(direction, "averageProcessingMs");
+std::optional<double> optionalAverage(const nlohmann::json& average) {
   return average.is_null() ? std::nullopt : std::optional<double>(average.get<double>());
 }
 
 }  // namespace
 
+// The fields are read, and a missing one named, in the order the snapshot's shape is checked: the
+// directions, observedAt, the outbound backlog, then each direction's in-flight count and average.
 ShardLoad shardLoadFromJson(const nlohmann::json& load) {
-  const nlohmann::json& inbound = field(load, "inbound");
-  const nlohmann::json& outbound = field(load, "outbound");
-  ShardLoad out;
-  out.observedAt = field(load, "observedAt").get<int64_t>();
-  out.pendingDeliveries = field(outbound, "pendingDeliveries").get<int64_t>();
-  out.inboundInFlight = field(inbound, "inFlight").get<int64_t>();
-  out.inboundAverageMs = optionalAverage(inbound);
-  out.outboundInFlight = field(outbound, "inFlight").get<int64_t>();
-  out.outboundAverageMs = optionalAverage(outbound);
-  return out;
+  const auto top = members<3>(load, {"inbound", "outbound", "observedAt"});
+  const nlohmann::json& inbound = field(top[0], "inbound");
+  const nlohmann::json& outbound = field(top[1], "outbound");
+  const auto in = members<2>(inbound, {"inFlight", "averageProcessingMs"});
+  const auto out = members<3>(outbound, {"pendingDeliveries", "inFlight", "averageProcessingMs"});
+  ShardLoad result;
+  result.observedAt = field(top[2], "observedAt").get<int64_t>();
+  result.pendingDeliveries = field(out[0], "pendingDeliveries").get<int64_t>();
+  result.inboundInFlight = field(in[0], "inFlight").get<int64_t>();
+  result.inboundAverageMs = optionalAverage(field(in[1], "averageProcessingMs"));
+  result.outboundInFlight = field(out[1], "inFlight").get<int64_t>();
+  result.outboundAverageMs = optionalAverage(field(out[2], "averageProcessingMs"));
+  return result;
 }
 
 std::string candidateShard(double draw, int64_t width) {

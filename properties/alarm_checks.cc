@@ -79,7 +79,7 @@ void AlarmChecks::observe(EventType ev, const EventFields& e) {
   dispatch(ev, e, rows ? *rows : kNoRows);
   if (!rows) return;
   ObjectState& obj = objects_[object];
-  if (StoredRows& stored = stored_.at(object); stored.changed) {
+  if (StoredRows& stored = stored_[object]; stored.changed) {
     obj.rows = stored.rows;
     stored.changed = false;
   }
@@ -268,7 +268,7 @@ void AlarmChecks::checkWindow(const std::string& object, const Reconcile& r, std
 
 // ALM-05 over every row of the object (as observe read them for this event; none without the table).
 void AlarmChecks::checkRows(const std::string& object) {
-  const StoredRows& stored = stored_.at(object);
+  const StoredRows& stored = stored_[object];
   if (!stored.mirror.exists()) return;
   for (const auto& [name, r] : stored.rows) {
     const bool failed = r.status == "failed";
@@ -326,7 +326,7 @@ AlarmChecks::StoredRows::StoredRows()
                                 }}) {}
 
 const std::map<std::string, AlarmChecks::RowState>* AlarmChecks::currentRows(const std::string& object) {
-  StoredRows& stored = stored_.try_emplace(object).first->second;
+  StoredRows& stored = stored_[object];
   stored.mirror.refresh(reader_, object);
   return stored.mirror.exists() ? &stored.rows : nullptr;
 }
@@ -577,7 +577,7 @@ void AlarmChecks::onScheduleWrite(const EventFields& e) {
 void AlarmChecks::healed(int64_t t, const SchedulerView& scheduler) {
   healedAt_ = t;
   scheduler_ = scheduler;
-  for (const auto& [object, obj] : objects_)
+  for (const auto& [object, obj] : objects_.all())
     if (hasAlarmTable(object)) notePending(object, t);
 }
 

@@ -209,8 +209,8 @@ class AlarmChecks final : public ObjectChecker {
   AlarmPolicyView policy_;
   std::map<std::pair<std::string, std::size_t>, PendingTimes> pendingTimes_;  // (object, participant)
   IncarnationStates<IncarnationState> incarnations_;
-  std::map<std::string, ObjectState> objects_;
-  std::map<std::string, StoredRows> stored_;
+  ObjectStates<ObjectState> objects_;
+  ObjectStates<StoredRows> stored_;
   // (object, incarnation, before): a purge is counted and checked within the incarnation that ran it.
   std::map<std::tuple<std::string, int64_t, int64_t>, PurgeExpectation> purgeExpected_;
   uint64_t seq_ = 0;  // events seen

@@ -104,7 +104,7 @@ bool FanoutChecks::hasTables(const std::string& object) const {
 }
 
 const std::map<int64_t, SqlRow>& FanoutChecks::rowsNow(const std::string& object, TableMirror StoredRows::*table) {
-  TableMirror& mirror = stored_.try_emplace(object).first->second.*table;
+  TableMirror& mirror = stored_[object].*table;
   mirror.refresh(reader_, object);
   return mirror.rows();
 }
@@ -321,7 +321,7 @@ FanoutChecks::StoredRows::StoredRows()
 // While every row's dead-letter fields agree (the mirror counts those that do not as they change),
 // FAN-10 counts one passed check per row without reading them again.
 void FanoutChecks::checkRows(const std::string& object) {
-  StoredRows& rows = stored_.try_emplace(object).first->second;
+  StoredRows& rows = stored_[object];
   rows.messages.refresh(reader_, object);
   rows.deliveryRows.refresh(reader_, object);
   if (rows.deadLetterDisagreements == 0) {
@@ -795,7 +795,7 @@ int64_t FanoutChecks::retryBoundMs() const {
 void FanoutChecks::finish() {
   ++checked_;
   history_.finish();
-  for (const auto& [object, obj] : objects_) {
+  for (const auto& [object, obj] : objects_.all()) {
     // FAN-21: an attempt left unsettled by its deadline is retried with FanoutTimeoutError.
     for (const auto& [attempt, timedOut] : obj.timedOut) {
       if (timedOut.settledBefore) continue;

@@ -211,8 +211,8 @@ class FanoutChecks final : public ObjectChecker {
   std::optional<int64_t> maxBatchSize_, batchDelayMs_, attemptTimeoutMs_;
   std::optional<int64_t> healedAt_;
   IncarnationStates<IncarnationState> incarnations_;
-  std::map<std::string, ObjectState> objects_;
-  std::map<std::string, StoredRows> stored_;
+  ObjectStates<ObjectState> objects_;
+  ObjectStates<StoredRows> stored_;
   mutable std::map<std::string, std::pair<uint64_t, bool>, std::less<>> hasTables_;  // object -> (event asked at, answer)
   uint64_t checked_ = 0;  // events checked so far (the end of the run counts as one)
 };

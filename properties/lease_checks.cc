@@ -684,11 +684,11 @@ void LeaseChecks::onLease(const EventFields& e) {
 void LeaseChecks::onOutcome(const EventFields& e) {
   const std::string partition = text(e, "partition");
   const std::string object = partition.find('/') == std::string::npos ? className_ + "/" + partition : partition;
-  auto found = objects_.find(object);
-  if (found == objects_.end()) return;
+  ObjectState* found = objects_.find(object);
+  if (!found) return;
   const std::string outcome = text(e, "outcome"), result = text(e, "result"), batchId = text(e, "batchId");
   if (outcome != "ack" && outcome != "nack") return;
-  ObjectState& obj = found->second;
+  ObjectState& obj = *found;
   if (result == "ok")
     tallies_.check("LSE-04", obj.settled.count(outcome + ":" + batchId) > 0,
                    [&] { return object + " " + outcome + " of " + batchId + " returned normally without a committed settle"; });
@@ -834,7 +834,7 @@ void LeaseChecks::checkShape(const std::string& object, const std::string& consu
 // The end of the run
 
 void LeaseChecks::finish(int64_t now) {
-  for (const auto& [object, obj] : objects_) {
+  for (const auto& [object, obj] : objects_.all()) {
     if (!obj.optionsSeen) continue;
     const bool tables = hasLeaseTables(object);
     if (!obj.everLeases) {

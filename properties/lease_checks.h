@@ -158,7 +158,7 @@ class LeaseChecks final : public ObjectChecker {
   void learnRecords(const std::string& object, ObjectState& obj);
 
   StoreReader reader_;
-  std::map<std::string, ObjectState> objects_;
+  ObjectStates<ObjectState> objects_;
   // The stored lease tables of each object, kept current from the store's row changes, so that the
   // check at every commit touching a lease reads only the rows that commit changed.
   struct StoredTables {
@@ -166,7 +166,7 @@ class LeaseChecks final : public ObjectChecker {
     TableMirror allocations{DURASIM_LOG_ALLOCATIONS, "consumer, allocated_offset"};
     TableMirror cursors{DURASIM_LOG_CURSORS, "consumer, \"offset\" AS o"};
   };
-  std::map<std::string, StoredTables> stored_;
+  ObjectStates<StoredTables> stored_;
   ColdLossWatch coldLoss_;
 };
 

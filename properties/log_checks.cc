@@ -750,7 +750,7 @@ void LogChecks::checkSchema(const std::string& object) {
 
 void LogChecks::finish() {
   history_.finish();
-  for (auto& [object, s] : objects_) {
+  for (auto& [object, s] : objects_.all()) {
     checkSchema(object);
     if (!hasLogTables(object)) continue;
     checkState(s, object, {});

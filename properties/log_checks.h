@@ -198,13 +198,13 @@ class LogChecks final : public ObjectChecker {
     int64_t totalBytes = 0;  // the stored total_bytes
   };
   Bounds storeBounds(const std::string& object);
-  StoredLog& stored(const std::string& object) { return stored_.try_emplace(object).first->second; }
+  StoredLog& stored(const std::string& object) { return stored_[object]; }
   const SqlRow& sequenceRow(const std::string& object);
   const SqlRow* storedSequenceRow(const std::string& object);  // null when the table has no row 1
   std::map<int64_t, Segment> storeSegments(const std::string& object);
   StoreReader reader_;
-  std::map<std::string, ObjectState> objects_;
-  std::map<std::string, StoredLog> stored_;
+  ObjectStates<ObjectState> objects_;
+  ObjectStates<StoredLog> stored_;
   std::map<std::pair<std::string, std::string>, GroupCursor> groups_;  // (partition, group)
   std::set<std::string> clockSkewed_;             // objects an incarnation of which ran on an offset clock
   ColdLossWatch coldLoss_;                        // which segments the cold store may have lost

@@ -77,6 +77,39 @@ class IncarnationStates {
   typename Map::value_type* last_ = nullptr;
 };
 
+// The state a checker keeps per object, keyed by its label. As with IncarnationStates, the entry
+// found last is found again by comparing one label (an object's events come in runs), and entries
+// are never erased, so that one stays in place.
+template <class State>
+class ObjectStates {
+ public:
+  ObjectStates() = default;
+  ObjectStates(const ObjectStates&) = delete;  // the entry found last points into this map
+  ObjectStates& operator=(const ObjectStates&) = delete;
+
+  // The entry of `label`, made empty if there was none.
+  State& operator[](const std::string& label) {
+    if (last_ == nullptr || last_->first != label) last_ = &*states_.try_emplace(label).first;
+    return last_->second;
+  }
+  // The entry of `label`, or null if there is none (none is made).
+  State* find(const std::string& label) {
+    if (last_ == nullptr || last_->first != label) {
+      const auto found = states_.find(label);
+      if (found == states_.end()) return nullptr;
+      last_ = &*found;
+    }
+    return &last_->second;
+  }
+  // Every entry, in label order.
+  const std::map<std::string, State>& all() const { return states_; }
+  std::map<std::string, State>& all() { return states_; }
+
+ private:
+  std::map<std::string, State> states_;
+  typename std::map<std::string, State>::value_type* last_ = nullptr;
+};
+
 class ObjectChecker : public sim::TraceSink {
  public:
   // Hands every event with a string "ev" to observe(); a nlohmann::json error it raises becomes one
