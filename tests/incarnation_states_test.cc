@@ -1,6 +1,7 @@
-// IncarnationStates (properties/object_checker.h), the per-incarnation state of the FAN, OBX, SCH,
-// ALM and RT checks: each (label, incarnation) has its own entry whatever order events ask in, the
-// entry found last is found again, find() makes no entry, and a copy keeps to its own entries.
+// IncarnationStates and ObjectStates (properties/object_checker.h), the per-incarnation and
+// per-object state of the checks: each key has its own entry whatever order events ask in, the
+// entry found last is found again (and answers for no other key), find() makes no entry, and a copy
+// of IncarnationStates keeps to its own entries.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -50,6 +51,35 @@ TEST(IncarnationStates, ACopyKeepsToItsOwnEntries) {
   assigned.at("Account/x", 1) = 7;
   EXPECT_EQ(states.at("Account/x", 1), 5);
   EXPECT_EQ(assigned.at("Account/y", 3), 0);
+}
+
+TEST(ObjectStates, EachLabelHasItsOwnEntry) {
+  ObjectStates<int> states;
+  states["Mailbox/a"] = 10;
+  states["Mailbox/b"] = 20;
+  states["Mailbox/b"] += 1;  // the entry found last, again
+  states["Mailbox/ab"] = 30;  // a label the last one is a prefix of
+  EXPECT_EQ(states["Mailbox/a"], 10);
+  EXPECT_EQ(states["Mailbox/b"], 21);
+  EXPECT_EQ(states["Mailbox/ab"], 30);
+  EXPECT_EQ(states["Mailbox/c"], 0);
+  EXPECT_EQ(&states["Mailbox/a"], &states["Mailbox/a"]);
+  ASSERT_EQ(states.all().size(), 4u);
+  EXPECT_EQ(states.all().begin()->first, "Mailbox/a") << "every entry, in label order";
+}
+
+TEST(ObjectStates, FindMakesNoEntryAndTheLastFoundAnswersOnlyForItsLabel) {
+  ObjectStates<int> states;
+  EXPECT_EQ(states.find("Mailbox/a"), nullptr);
+  EXPECT_TRUE(states.all().empty()) << "a miss made no entry";
+  states["Mailbox/a"] = 10;
+  states["Mailbox/b"] = 20;
+  ASSERT_NE(states.find("Mailbox/a"), nullptr);
+  EXPECT_EQ(*states.find("Mailbox/a"), 10);
+  EXPECT_EQ(states.find("Mailbox/c"), nullptr) << "the entry found last does not answer for another label";
+  EXPECT_EQ(states.find("Mailbox/b"), &states["Mailbox/b"]);
+  EXPECT_EQ(states["Mailbox/a"], 10) << "after a miss, the entry found last is still its own label's";
+  EXPECT_EQ(states.all().size(), 2u);
 }
 
 }  // namespace
