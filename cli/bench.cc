@@ -221,11 +221,13 @@ void pushCounts(std::vector<Figure>& figures, const std::string& id, const std::
 void event_bus_polls(double scale, std::vector<Figure>& figures) {
   const std::set<std::string> reference = {std::string(variants::kEventsFullRescanWhenFrozen), std::string(variants::kEventsFailureTwoStep)};
   const int kPolls = scaled(200, scale) | 1, kRescans = scaled(5, scale) | 1;  // a rescan of 50,000 events takes a third of a second
-  const EventBusPollCost small = measure_event_bus_polls(5'000, {}, kPolls);
-  const EventBusPollCost large = measure_event_bus_polls(50'000, {}, kPolls);
-  const EventBusPollCost refSmall = measure_event_bus_polls(5'000, reference, kRescans);
-  const EventBusPollCost refLarge = measure_event_bus_polls(50'000, reference, kRescans);
-  const EventBusPollCost byTime = measure_event_bus_polls(5'000, {std::string(variants::kEventsOrderByTimestamp)}, kRescans);
+  const std::vector<EventBusPollCost> bus = measure_event_bus_polls({5'000, 50'000}, {}, kPolls);
+  const std::vector<EventBusPollCost> ref = measure_event_bus_polls({5'000, 50'000}, reference, kRescans);
+  const EventBusPollCost& small = bus[0];
+  const EventBusPollCost& large = bus[1];
+  const EventBusPollCost& refSmall = ref[0];
+  const EventBusPollCost& refLarge = ref[1];
+  const EventBusPollCost byTime = measure_event_bus_polls({5'000}, {std::string(variants::kEventsOrderByTimestamp)}, kRescans)[0];
   pushCounts(figures, "g.5000.delivering", "bus, 5,000 events, e10 failing: first pass", small.delivering, std::pair{101, 15'103});
   pushCounts(figures, "g.5000.frozen", "bus, 5,000 events: idle poll, bookmark frozen", small.frozen, std::pair{2, 2});
   pushCounts(figures, "g.5000.quarantined", "bus, 5,000 events: poll after quarantine", small.quarantined, std::pair{2, 1});

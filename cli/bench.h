@@ -54,7 +54,11 @@ struct EventBusPollCost {
   int64_t events = 0;
   PollCost delivering, frozen, healthy, quarantined;
 };
-EventBusPollCost measure_event_bus_polls(int64_t events, const std::set<std::string>& variants, int idle_polls);
+// One topic per size in `sizes`, measured side by side: the idle polls of every topic are taken in
+// turn (each one's frozen, then its healthy consumer, round after round), so that the ratios between
+// them do not depend on when the machine was busy.
+std::vector<EventBusPollCost> measure_event_bus_polls(const std::vector<int64_t>& sizes, const std::set<std::string>& variants,
+                                                      int idle_polls);
 
 // (h): wall seconds for the happens-before checker (properties::HistoryGraph with the log's
 // read-from checks) to take a synthetic log history of `operations` operations event by event and

@@ -2,13 +2,16 @@
 // file-backed store holds a topic of N events read by two consumers: "c", whose handler fails event
 // e10 every time (its bookmark frozen behind the waiting event until quarantine), and "h", which
 // never fails. Each poll runs alone, so the store's counters over the call are the poll's own reads
-// and the wall time around the call is the poll's cost. Under events.full_rescan_when_frozen +
-// events.failure_two_step the counts are the reference's.
+// and the wall time around the call is the poll's cost. Topics of several sizes are measured side by
+// side, one World each, their idle polls taken in turn, so that a spell in which the machine runs
+// slower slows every size alike instead of the one measured then. Under
+// events.full_rescan_when_frozen + events.failure_two_step the counts are the reference's.
 #include "cli/bench.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -94,7 +97,8 @@ Task<void> callInto(Stub stub, std::string method, nlohmann::json args, std::sha
 class BenchWorld {
  public:
   explicit BenchWorld(const std::set<std::string>& variants)
-      : dir_(std::filesystem::temp_directory_path() / ("durasim-bench-events-" + std::to_string(::getpid()))),
+      : dir_(std::filesystem::temp_directory_path() /
+             ("durasim-bench-events-" + std::to_string(::getpid()) + "-" + std::to_string(worlds_made_++))),
         world_(sim::kDefaultStartTime, sim::RandomSource::recording(1), sink_),
         plan_(world_, faults::ProfileKind::none),
         runtime_(world_, plan_, runtimeOptions(variants, dir_)) {
@@ -129,6 +133,7 @@ class BenchWorld {
     o.storage_dir = dir.string();
     return o;
   }
+  static inline std::atomic<int> worlds_made_{0};  // each World its own directory
   std::filesystem::path dir_;
   NullSink sink_;
   sim::World world_;
@@ -136,41 +141,49 @@ class BenchWorld {
   sim::ObjectRuntime runtime_;
 };
 
-PollCost pollCost(BenchWorld& bench, const char* consumer) {
-  const nlohmann::json r = bench.call("poll", {{"consumer", consumer}});
+// One poll of `consumer`: its counts, and its wall time in `seconds` when given.
+PollCost pollCost(BenchWorld& bench, const char* consumer, double* seconds = nullptr) {
+  const nlohmann::json r = bench.call("poll", {{"consumer", consumer}}, seconds);
   return {r.at("lists").get<int64_t>(), r.at("gets").get<int64_t>(), 0};
-}
-
-// `polls` idle polls of `consumer`: the last one's counts and the median wall time (robust to a
-// machine that is busy with something else now and then).
-PollCost idlePolls(BenchWorld& bench, const char* consumer, int polls) {
-  PollCost cost;
-  std::vector<double> seconds(static_cast<std::size_t>(polls));
-  for (double& s : seconds) {
-    const nlohmann::json r = bench.call("poll", {{"consumer", consumer}}, &s);
-    cost = {r.at("lists").get<int64_t>(), r.at("gets").get<int64_t>(), 0};
-  }
-  cost.seconds = median(std::move(seconds));
-  return cost;
 }
 
 }  // namespace
 
-EventBusPollCost measure_event_bus_polls(int64_t events, const std::set<std::string>& variants, int idle_polls) {
-  BenchWorld bench(variants);
-  for (int64_t from = 0; from < events; from += kEmitChunk) bench.call("emit", {{"from", from}, {"to", std::min(events, from + kEmitChunk)}});
-  EventBusPollCost cost;
-  cost.events = events;
-  cost.delivering = pollCost(bench, "c");
-  cost.frozen = idlePolls(bench, "c", idle_polls);
-  pollCost(bench, "h");
-  cost.healthy = idlePolls(bench, "h", idle_polls);
-  for (int attempt = 0; attempt < static_cast<int>(events::kDefaultMaxAttempts); ++attempt) {
-    bench.advance(3'600'000);  // past the longest retry delay of the default schedule
-    pollCost(bench, "c");
+std::vector<EventBusPollCost> measure_event_bus_polls(const std::vector<int64_t>& sizes, const std::set<std::string>& variants,
+                                                      int idle_polls) {
+  std::vector<std::unique_ptr<BenchWorld>> worlds;
+  std::vector<EventBusPollCost> costs(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    BenchWorld& bench = *worlds.emplace_back(std::make_unique<BenchWorld>(variants));
+    for (int64_t from = 0; from < sizes[i]; from += kEmitChunk)
+      bench.call("emit", {{"from", from}, {"to", std::min(sizes[i], from + kEmitChunk)}});
+    costs[i].events = sizes[i];
+    costs[i].delivering = pollCost(bench, "c");
+    pollCost(bench, "h");  // h's first pass: it is idle from here on
   }
-  cost.quarantined = pollCost(bench, "c");
-  return cost;
+  // Round after round, each World's frozen consumer and then its healthy one.
+  std::vector<std::vector<double>> frozen(sizes.size()), healthy(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    frozen[i].reserve(static_cast<std::size_t>(idle_polls));
+    healthy[i].reserve(static_cast<std::size_t>(idle_polls));
+  }
+  for (int round = 0; round < idle_polls; ++round) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      costs[i].frozen = pollCost(*worlds[i], "c", &frozen[i].emplace_back());
+      costs[i].healthy = pollCost(*worlds[i], "h", &healthy[i].emplace_back());
+    }
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    costs[i].frozen.seconds = median(std::move(frozen[i]));
+    costs[i].healthy.seconds = median(std::move(healthy[i]));
+    BenchWorld& bench = *worlds[i];
+    for (int attempt = 0; attempt < static_cast<int>(events::kDefaultMaxAttempts); ++attempt) {
+      bench.advance(3'600'000);  // past the longest retry delay of the default schedule
+      pollCost(bench, "c");
+    }
+    costs[i].quarantined = pollCost(bench, "c");
+  }
+  return costs;
 }
 
 }  // namespace durasim::cli
