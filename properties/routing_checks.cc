@@ -73,14 +73,8 @@ void RoutingChecks::onBegin(Client& client, const EventFields& e) {
   p.custom = e.at("custom").get<bool>();
   p.timeoutMs = optInt(e.at("timeoutMs"));
   p.width = num(e, "width");
-  const json& observed = e.at("observed");
-  if (observed.is_object()) {
-    // In key order, as the map keeps them: each goes in at its end.
-    for (const auto& [shard, load] : observed.get_ref<const json::object_t&>())
-      p.observed.emplace_hint(p.observed.end(), shard, model::shardLoadFromJson(load));
-  } else {
-    for (const auto& [shard, load] : observed.items()) p.observed[shard] = model::shardLoadFromJson(load);
-  }
+  // An object's shards come in key order, as the map keeps them: each goes in at its end.
+  for (const auto& [shard, load] : e.at("observed").items()) p.observed.emplace_hint(p.observed.end(), shard, model::shardLoadFromJson(load));
   bool fresh = p.observed.size() <= kMaxShards;
   for (const auto& [shard, load] : p.observed) fresh = fresh && now - load.observedAt < kWindowMs;
   tallies_.check("RTE-04", fresh, [&] { return pushName(e) + " saw " + str(static_cast<int64_t>(p.observed.size())) + " observations, or one older than the window"; });
