@@ -13,6 +13,25 @@ namespace {
 
 using nlohmann::json;
 
+bool verbatimByte(char c) { return c >= 0x20 && c <= 0x7E && c != '"' && c != '\\'; }
+
+// Whether any byte of the word `x` is not verbatimByte: each test below sets the top bit of some
+// byte exactly when a byte of its kind is present (a borrow or carry only starts at such a byte).
+bool anyNonVerbatim(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  const auto anyZero = [](uint64_t v) { return (v - kOnes) & ~v; };
+  const uint64_t below = (x - kOnes * 0x20) & ~x;  // a byte below 0x20
+  const uint64_t above = (x + kOnes) | x;          // a byte above 0x7E
+  return ((below | above | anyZero(x ^ (kOnes * '"')) | anyZero(x ^ (kOnes * '\\'))) & kHigh) != 0;
+}
+
+// The eight bytes at `at`, in the host's order (the tests above do not depend on it).
+uint64_t word(const char* at) {
+  uint64_t w;
+  std::memcpy(&w, at, sizeof w);
+  return w;
+}
+
 // Reads a whole document of the subset: objects without a repeated key, arrays, strings of
 // printable ASCII without escapes, integers of at most 18 digits without a leading zero (except "0"
 // itself) or "-0", true, false, null, and JSON's four whitespace bytes between them. Stops with false
@@ -66,8 +85,10 @@ class SubsetReader {
       ++at_;
       skipSpace();
       // nlohmann keeps the last of a repeated key; the subset has none, so either way is the same.
-      const auto [member, inserted] = members.try_emplace(std::move(key));
-      if (!inserted || !value(member->second, depth + 1)) return false;
+      // Keys come sorted in the text the engine writes: the map's end is where each one goes.
+      const std::size_t before = members.size();
+      const auto member = members.emplace_hint(members.end(), std::move(key), json());
+      if (members.size() == before || !value(member->second, depth + 1)) return false;
       const After after = next('}');
       if (after != After::more) return after == After::closed;
     }
@@ -113,6 +134,9 @@ class SubsetReader {
     const char* const first = at_ + 1;
     const char* p = first;
     for (;; ++p) {
+      // Eight bytes at a time while none of them needs a look (stored strings are mostly long runs
+      // of printable ASCII); the word holding the closing quote is then read byte by byte.
+      while (end_ - p >= 8 && !anyNonVerbatim(word(p))) p += 8;
       if (p == end_) return false;
       const auto c = static_cast<unsigned char>(*p);
       if (c == '"') break;
@@ -168,18 +192,6 @@ nlohmann::json parseJson(std::string_view text) {
 
 namespace {
 
-bool verbatimByte(char c) { return c >= 0x20 && c <= 0x7E && c != '"' && c != '\\'; }
-
-// Whether any byte of the word `x` is not verbatimByte: each test below sets the top bit of some
-// byte exactly when a byte of its kind is present (a borrow or carry only starts at such a byte).
-bool anyNonVerbatim(uint64_t x) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
-  const auto anyZero = [](uint64_t v) { return (v - kOnes) & ~v; };
-  const uint64_t below = (x - kOnes * 0x20) & ~x;  // a byte below 0x20
-  const uint64_t above = (x + kOnes) | x;          // a byte above 0x7E
-  return ((below | above | anyZero(x ^ (kOnes * '"')) | anyZero(x ^ (kOnes * '\\'))) & kHigh) != 0;
-}
-
 // Whether JSON writes string `s` as its bytes in quotes: printable ASCII, nothing to escape.
 // Eight bytes at a time (the payloads' padding makes most strings long), the last word
 // overlapping the one before when the length is not a multiple of eight.
@@ -190,14 +202,9 @@ bool verbatim(std::string_view s) {
       if (!verbatimByte(c)) return false;
     return true;
   }
-  const auto word = [&](std::size_t at) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + at, sizeof w);
-    return w;
-  };
   for (std::size_t i = 0; i + 8 < n; i += 8)
-    if (anyNonVerbatim(word(i))) return false;
-  return !anyNonVerbatim(word(n - 8));
+    if (anyNonVerbatim(word(s.data() + i))) return false;
+  return !anyNonVerbatim(word(s.data() + n - 8));
 }
 
 void quoted(std::string& out, std::string_view s) {

@@ -212,6 +212,35 @@ TEST(ParseJson, ReadsTheSubsetsBoundariesAsNlohmannDoes) {
   expectAgrees(std::string("[1,\0]", 5));
 }
 
+// Strings are scanned eight bytes at a time: a byte that ends the run (the closing quote, a byte
+// outside the subset, or 0x7F, which the subset keeps but the word test stops at) at each position
+// of strings long enough to cross a word or two, inside an array and as an object's key.
+TEST(ParseJson, ReadsAStringsBytesAtEveryPositionOfItsWordsAsNlohmannDoes) {
+  for (const char special : {'"', '\\', '\x01', '\x1f', '\x7f', '\x80', '\xff', ' ', '~', 'a'}) {
+    for (std::size_t length = 0; length <= 20; ++length) {
+      for (std::size_t at = 0; at <= length; ++at) {
+        std::string s(length, 'x');
+        if (at < length) s[at] = special;
+        expectAgrees("\"" + s + "\"");
+        const bool inSubset = at == length || special == ' ' || special == '~' || special == 'a' || special == '\x7f';
+        EXPECT_EQ(parseJsonSubset("\"" + s + "\"").has_value(), inSubset) << "byte " << int(special) << " at " << at << " of " << length;
+        expectAgrees("[\"" + s + "\",1]");
+        expectAgrees("{\"" + s + "\":\"" + s + "\"}");
+        expectAgrees("\"" + s);  // unterminated
+      }
+    }
+  }
+}
+
+// Keys the engine writes come sorted; any other order, and a repeated key, read as nlohmann reads
+// them.
+TEST(ParseJson, ReadsObjectKeysInAnyOrderAsNlohmannDoes) {
+  for (const char* text : {"{\"a\":1,\"b\":2,\"c\":3}", "{\"c\":1,\"b\":2,\"a\":3}", "{\"b\":1,\"c\":2,\"a\":3}",
+                           "{\"a\":1,\"c\":2,\"b\":3}", "{\"a\":1,\"b\":2,\"a\":3}", "{\"b\":1,\"a\":2,\"b\":3}",
+                           "{\"ab\":1,\"a\":2,\"abc\":3,\"\":4}"})
+    expectAgrees(text);
+}
+
 // What `write` returns, or the message and id of the exception it throws.
 template <class Write>
 std::pair<std::string, int> textOrError(const Write& write) {

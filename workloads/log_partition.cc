@@ -11,8 +11,14 @@ namespace durasim::workloads {
 
 namespace {
 
-LogRecord recordFromJson(const nlohmann::json& j) {
-  return LogRecord{j.at("offset").get<int64_t>(), j.at("key").get<std::string>(), j.at("body"), j.at("appendedAt").get<int64_t>()};
+// A record of a segment read back (`j` is one item of the parsed body): its key and body are taken
+// out of `j`, not copied. A field of the wrong type throws what get() throws.
+LogRecord takeRecord(nlohmann::json& j) {
+  const int64_t offset = j.at("offset").get<int64_t>();
+  nlohmann::json& key = j.at("key");
+  std::string deduplicationKey = key.is_string() ? std::move(key.get_ref<std::string&>()) : key.get<std::string>();
+  nlohmann::json body = std::move(j.at("body"));
+  return LogRecord{offset, std::move(deduplicationKey), std::move(body), j.at("appendedAt").get<int64_t>()};
 }
 
 nlohmann::json recordsJson(std::vector<LogRecord> records) {
@@ -308,8 +314,10 @@ Task<std::optional<std::vector<LogRecord>>> LogPartition::readSegment(const std:
   Task<std::optional<ColdObjectBody>> getting = ctx_.bucket(kLogBucket).get(locator);
   const std::optional<ColdObjectBody> stored = co_await getting;
   if (!stored) co_return std::nullopt;
+  nlohmann::json parsed = parseJson(stored->body);
   std::vector<LogRecord> records;
-  for (const nlohmann::json& r : parseJson(stored->body)) records.push_back(recordFromJson(r));
+  records.reserve(parsed.size());
+  for (nlohmann::json& r : parsed) records.push_back(takeRecord(r));
   co_return records;
 }
 
