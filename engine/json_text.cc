@@ -25,7 +25,8 @@ bool anyNonVerbatim(uint64_t x) {
   return ((below | above | anyZero(x ^ (kOnes * '"')) | anyZero(x ^ (kOnes * '\\'))) & kHigh) != 0;
 }
 
-// The eight bytes at `at`, in the host's order (the tests above do not depend on it).
+// The eight bytes at `at`, in the host's order: anyNonVerbatim tests every byte alike, so the
+// order does not matter.
 uint64_t word(const char* at) {
   uint64_t w;
   std::memcpy(&w, at, sizeof w);
