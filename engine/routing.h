@@ -271,9 +271,9 @@ class RoutingClient {
   }
 
   // routing.md 3.1 steps 5 and 6, traced.
-  // `loadJson`: loadJson(shared, load).
+  // `sharedLoad`: `load` as loadJson gave it for the reply's `rte.reply`, shared with `rte.resize`.
   static void observe(Shared& shared, int64_t push, const std::string& shard, const LoadSnapshot& load,
-                      std::shared_ptr<const nlohmann::json> loadJson) {
+                      std::shared_ptr<const nlohmann::json> sharedLoad) {
     const detail::ObservationOutcome outcome = shared.core.record(shard, load);
     if (probing(shared))
       emit(shared, routing_events::kObserve,
@@ -294,7 +294,7 @@ class RoutingClient {
     emit(shared, routing_events::kResize,
          EventFields()
              .add("push", push)
-             .share("load", std::move(loadJson))
+             .share("load", std::move(sharedLoad))
              .add("softBacklogLimit", shared.options.softBacklogLimit)
              .add("before", widthBefore)
              .add("after", shared.core.width())
