@@ -56,22 +56,37 @@ bool reclaimableState(const std::string& state, int64_t expiresAt, int64_t now) 
 
 namespace {
 
+// A lease row as rowsOf lists it: its batch id and the row, where the map holds them.
 template <class Row>
-std::vector<std::pair<std::string, Row>> rowsOf(const std::map<std::string, Row>& rows, const std::string& consumer) {
-  std::vector<std::pair<std::string, Row>> out;
+struct RowRef {
+  const std::string* id;
+  const Row* row;
+};
+
+// The rows of `consumer`, by first offset then batch id. The references die with the map's entries.
+template <class Row>
+std::vector<RowRef<Row>> rowsOf(const std::map<std::string, Row>& rows, const std::string& consumer) {
+  std::vector<RowRef<Row>> out;
   for (const auto& [id, row] : rows)
-    if (row.consumer == consumer) out.emplace_back(id, row);
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.second.first != b.second.first ? a.second.first < b.second.first : a.first < b.first;
+    if (row.consumer == consumer) out.push_back({&id, &row});
+  std::sort(out.begin(), out.end(), [](const RowRef<Row>& a, const RowRef<Row>& b) {
+    return a.row->first != b.row->first ? a.row->first < b.row->first : *a.id < *b.id;
   });
   return out;
+}
+
+// The same rows, by value and in the same order.
+template <class Row>
+bool sameRows(const std::vector<RowRef<Row>>& a, const std::vector<RowRef<Row>>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const RowRef<Row>& x, const RowRef<Row>& y) { return *x.id == *y.id && *x.row == *y.row; });
 }
 
 // The advance the mirror's rows imply (the model's statement of log.md 7.4).
 template <class Mirror>
 model::AdvanceResult predictAdvance(const Mirror& m, const std::string& consumer) {
   std::vector<model::AdvanceRow> rows;
-  for (const auto& [id, row] : rowsOf(m.rows, consumer)) rows.push_back({row.first, row.last, settledState(row.state)});
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) rows.push_back({row->first, row->last, settledState(row->state)});
   return model::advanceOver(lookup(m.cursor, consumer), rows);
 }
 
@@ -296,11 +311,11 @@ void LeaseChecks::onFreshGrant(const EventFields& e, ObjectState& obj) {
   int64_t held = 0;
   bool reclaimable = false;
   for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
-    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
-    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
-    if (heldState(row.state, row.expiresAt, now))
-      tallies_.check("LSE-01", last < row.first || first > row.last, [&] {
-        return object + " granted " + consumer + " " + range(first, last) + " overlapping held lease " + id + " " + range(row.first, row.last);
+    held += heldState(row->state, row->expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row->state, row->expiresAt, now);
+    if (heldState(row->state, row->expiresAt, now))
+      tallies_.check("LSE-01", last < row->first || first > row->last, [&] {
+        return object + " granted " + consumer + " " + range(first, last) + " overlapping held lease " + *id + " " + range(row->first, row->last);
       });
   }
   tallies_.check("LSE-06", !reclaimable && held < o.maxParallelism && num(e, "held") == held, [&] {
@@ -346,10 +361,10 @@ void LeaseChecks::onReclaim(const EventFields& e, ObjectState& obj) {
   const int64_t first = num(e, "first"), last = num(e, "last"), attempt = num(e, "attempt");
   std::optional<std::string> lowest;
   for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
-    if (!lowest && reclaimableState(row.state, row.expiresAt, now)) lowest = id;
-    if (id != previous && heldState(row.state, row.expiresAt, now))
-      tallies_.check("LSE-01", last < row.first || first > row.last, [&] {
-        return object + " reclaimed " + range(first, last) + " for " + consumer + " overlapping held lease " + id;
+    if (!lowest && reclaimableState(row->state, row->expiresAt, now)) lowest = *id;
+    if (*id != previous && heldState(row->state, row->expiresAt, now))
+      tallies_.check("LSE-01", last < row->first || first > row->last, [&] {
+        return object + " reclaimed " + range(first, last) + " for " + consumer + " overlapping held lease " + *id;
       });
   }
   auto prev = m.rows.find(previous);
@@ -375,8 +390,8 @@ void LeaseChecks::onLeaseNone(const EventFields& e) {
   int64_t held = 0;
   bool reclaimable = false;
   for (const auto& [id, row] : rowsOf(obj.state.staged().rows, consumer)) {
-    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
-    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+    held += heldState(row->state, row->expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row->state, row->expiresAt, now);
   }
   const bool atLimit = held >= obj.options->maxParallelism;
   tallies_.check("LSE-06", !reclaimable && (reason == "parallelism") == atLimit, [&] {
@@ -396,8 +411,8 @@ void LeaseChecks::onTailGapWrite(const EventFields& e) {
   int64_t held = 0;
   bool reclaimable = false;
   for (const auto& [id, row] : rowsOf(m.rows, consumer)) {
-    held += heldState(row.state, row.expiresAt, now) ? 1 : 0;
-    reclaimable = reclaimable || reclaimableState(row.state, row.expiresAt, now);
+    held += heldState(row->state, row->expiresAt, now) ? 1 : 0;
+    reclaimable = reclaimable || reclaimableState(row->state, row->expiresAt, now);
   }
   tallies_.check("LSE-06", !reclaimable && held < obj.options->maxParallelism, [&] {
     return object + " covered the trimmed tail of " + consumer + " holding " + str(held) + (reclaimable ? " with a reclaimable row" : "");
@@ -629,7 +644,7 @@ void LeaseChecks::onDeleteWrite(const EventFields& e) {
   const Mirror& m = obj.state.staged();
   const std::optional<int64_t> cursor = lookup(m.cursor, consumer);
   int64_t settledBelow = 0;
-  for (const auto& [id, row] : rowsOf(m.rows, consumer)) settledBelow += settledState(row.state) && row.last < below ? 1 : 0;
+  for (const auto& [id, row] : rowsOf(m.rows, consumer)) settledBelow += settledState(row->state) && row->last < below ? 1 : 0;
   tallies_.check("LSE-05", below <= cursor.value_or(0) && num(e, "deleted") == settledBelow, [&] {
     return label(e) + " deleted " + str(num(e, "deleted")) + " settled rows of " + consumer + " below " + str(below) + " with cursor " +
            str(cursor) + "; " + str(settledBelow) + " settled rows lie below it";
@@ -764,7 +779,7 @@ void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const
     const std::optional<int64_t> storedCursor = lookup(stored.cursor, consumer), mirrorCursor = lookup(m.cursor, consumer);
     auto t = obj.touched.find(consumer);
     const std::string id = t == obj.touched.end() ? "LSE-09" : t->second.id;
-    const bool rowsEqual = storedRows == mirrorRows;
+    const bool rowsEqual = sameRows(storedRows, mirrorRows);
     const bool ok = rowsEqual && storedAllocation == mirrorAllocation && storedCursor == mirrorCursor;
     if (!obj.state.uncertain()) tallies_.check(id, ok, [&] {
       std::string what = !rowsEqual ? "lease rows (" + str(static_cast<int64_t>(storedRows.size())) + " stored, " +
@@ -775,9 +790,11 @@ void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const
       return object + " consumer " + consumer + (t == obj.touched.end() ? " untouched by the commit" : "") + " has stored " + what;
     });
     if (ok) continue;
-    obj.state.stage([consumer, storedRows, storedAllocation, storedCursor](Mirror& mirror) {
+    std::vector<std::pair<std::string, Row>> rows;  // the stored rows outlive `stored`: copies
+    for (const auto& [id2, row] : storedRows) rows.emplace_back(*id2, *row);
+    obj.state.stage([consumer, rows = std::move(rows), storedAllocation, storedCursor](Mirror& mirror) {
       std::erase_if(mirror.rows, [&](const auto& entry) { return entry.second.consumer == consumer; });
-      for (const auto& [id2, row] : storedRows) {
+      for (const auto& [id2, row] : rows) {
         mirror.rows[id2] = row;
         mirror.fenced.erase(id2);
       }
@@ -790,23 +807,24 @@ void LeaseChecks::checkMirror(const std::string& object, ObjectState& obj, const
 // LSE-01, LSE-05, LSE-12, LSE-14 over the stored rows of one consumer.
 void LeaseChecks::checkShape(const std::string& object, const std::string& consumer, const Mirror& stored, int64_t now, const Touch* touch) {
   const auto rows = rowsOf(stored.rows, consumer);
-  std::optional<std::pair<std::string, Row>> lastHeld;
-  for (const auto& [id, row] : rows) {
+  std::optional<RowRef<Row>> lastHeld;
+  for (const RowRef<Row>& held : rows) {
+    const Row& row = *held.row;
     if (!heldState(row.state, row.expiresAt, now)) continue;
     if (lastHeld)
-      tallies_.check("LSE-01", row.first > lastHeld->second.last, [&] {
-        return object + " " + consumer + " holds " + lastHeld->first + " " + range(lastHeld->second.first, lastHeld->second.last) + " and " + id +
+      tallies_.check("LSE-01", row.first > lastHeld->row->last, [&] {
+        return object + " " + consumer + " holds " + *lastHeld->id + " " + range(lastHeld->row->first, lastHeld->row->last) + " and " + *held.id +
                " " + range(row.first, row.last);
       });
-    lastHeld = {id, row};
+    lastHeld = held;
   }
   const std::optional<int64_t> cursor = lookup(stored.cursor, consumer);
   if (const std::optional<int64_t> allocation = lookup(stored.allocation, consumer)) {
     int64_t x = cursor.value_or(0);
     for (const auto& [id, row] : rows) {
-      if (row.last < x) continue;
-      if (row.first > x) break;
-      x = row.last + 1;
+      if (row->last < x) continue;
+      if (row->first > x) break;
+      x = row->last + 1;
     }
     tallies_.check("LSE-12", x >= *allocation, [&] {
       return object + " " + consumer + " offset " + str(x) + " below allocation " + str(*allocation) + " is neither below cursor " + str(cursor) +
@@ -817,9 +835,9 @@ void LeaseChecks::checkShape(const std::string& object, const std::string& consu
   const int64_t at = cursor.value_or(0);
   std::string passed, stale, resting;
   for (const auto& [id, row] : rows) {
-    if (!settledState(row.state) && row.first < at) passed = id + " " + range(row.first, row.last) + " " + row.state;
-    if (settledState(row.state) && row.last < at) stale = id;
-    if (settledState(row.state) && row.first <= at && at <= row.last) resting = id + " " + range(row.first, row.last) + " " + row.state;
+    if (!settledState(row->state) && row->first < at) passed = *id + " " + range(row->first, row->last) + " " + row->state;
+    if (settledState(row->state) && row->last < at) stale = *id;
+    if (settledState(row->state) && row->first <= at && at <= row->last) resting = *id + " " + range(row->first, row->last) + " " + row->state;
   }
   tallies_.check("LSE-05", passed.empty() && stale.empty(), [&] {
     return object + " " + consumer + " cursor " + str(at) + (passed.empty() ? "" : " passed the unsettled row " + passed) +
@@ -850,7 +868,7 @@ void LeaseChecks::finish(int64_t now) {
       tallies_.check("LSE-15", cursor == next && rows.empty(), [&] {
         return object + " " + consumer + " at " + str(now) + " ends with cursor " + str(cursor) + " of next offset " + str(next) + " and " +
                str(static_cast<int64_t>(rows.size())) + " lease rows left" +
-               (rows.empty() ? "" : ", the first " + range(rows.front().second.first, rows.front().second.last) + " " + rows.front().second.state);
+               (rows.empty() ? "" : ", the first " + range(rows.front().row->first, rows.front().row->last) + " " + rows.front().row->state);
       });
     }
   }

@@ -661,7 +661,9 @@ void LogChecks::onApp(EventType ev, const EventFields& e) {
     // LOG-03: an acknowledged append is durable, at the offsets returned, with its keys.
     const std::vector<std::string> keys = strings(e, "keys");
     const std::vector<int64_t> offsets = ints(e, "offsets");
-    const json bodies = e.value("bodies", json());
+    static const json kNoBodies;
+    const json* found = e.find("bodies");
+    const json& bodies = found ? *found : kNoBodies;
     bool ok = keys.size() == offsets.size();
     for (std::size_t i = 0; ok && i < keys.size(); ++i) {
       const View& durable = s.state.durable();

@@ -24,8 +24,7 @@ struct GroupPosition {
 
 // The partition's bounds().oldestOffset, or nullopt when the call's outcome is uncertain.
 Task<std::optional<int64_t>> oldestOffset(LogRun& run, const std::string& name) {
-  const nlohmann::json none = nlohmann::json::object();
-  Task<Reply> bounding = run.client->call(name, "bounds", none);
+  Task<Reply> bounding = run.client->call(name, "bounds", nlohmann::json::object());
   const Reply bounds = co_await bounding;
   if (!bounds.ok()) co_return std::nullopt;
   co_return bounds.value.at("oldestOffset").get<int64_t>();
@@ -34,8 +33,7 @@ Task<std::optional<int64_t>> oldestOffset(LogRun& run, const std::string& name) 
 // The group's cursor, or the oldest readable offset for a group that never committed.
 Task<std::optional<int64_t>> startOffset(LogRun& run, const std::string& name, const std::string& group,
                                          GroupPosition& position) {
-  const nlohmann::json args = {{"consumer", group}};
-  Task<Reply> asking = run.client->call(name, "cursor", args);
+  Task<Reply> asking = run.client->call(name, "cursor", JsonFields().add("consumer", group));
   const Reply cursor = co_await asking;
   if (!cursor.ok()) co_return std::nullopt;
   if (!cursor.value.is_null()) {
@@ -65,8 +63,7 @@ Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, 
     if (!position.from) co_return false;
   }
   const int64_t from = *position.from;
-  const nlohmann::json readArgs = {{"from", from}, {"limit", ops.between(1, 2 * run.base.maxBatchSize)}};
-  Task<Reply> reading = run.client->call(name, "read", readArgs);
+  Task<Reply> reading = run.client->call(name, "read", JsonFields().add("from", from).add("limit", ops.between(1, 2 * run.base.maxBatchSize)));
   const Reply page = co_await reading;
   if (page.failedWith("LogTruncatedError")) {
     ++run.counts.truncations;
@@ -92,7 +89,8 @@ Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, 
     nlohmann::json offsets = nlohmann::json::array();
     for (const nlohmann::json& r : records) offsets.push_back(r.at("offset"));
     run.counts.consumed += static_cast<int64_t>(records.size());
-    run.world->emit(log_events::kAppConsume, {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", offsets}});
+    run.world->emit(log_events::kAppConsume,
+                    {{"partition", partitionLabel(name)}, {"group", group}, {"from", from}, {"offsets", std::move(offsets)}});
     if (run.handlePage) {
       Task<bool> handling = run.handlePage(name, records);
       if (!co_await handling) {
@@ -102,15 +100,13 @@ Task<bool> consumeOnce(LogRun& run, ActorStream& ops, const std::string& group, 
     }
   }
   if (next <= position.committed.value_or(0)) co_return false;
-  const nlohmann::json commitArgs = {{"consumer", group}, {"offset", next}};
-  Task<Reply> committing = run.client->call(name, "commit", commitArgs);
+  Task<Reply> committing = run.client->call(name, "commit", JsonFields().add("consumer", group).add("offset", next));
   const Reply committed = co_await committing;
   if (committed.ok()) {
     position.from = next;
     position.committed = next;
     if (ops.chance(kLateCommitPpm)) {  // the commit of the page's start, late: it must change nothing (LOG-06)
-      const nlohmann::json lateArgs = {{"consumer", group}, {"offset", from}};
-      Task<Reply> late = run.client->call(name, "commit", lateArgs);
+      Task<Reply> late = run.client->call(name, "commit", JsonFields().add("consumer", group).add("offset", from));
       (void)co_await late;
     }
   } else {

@@ -47,9 +47,8 @@ Outcome chooseOutcome(LogRun& run, ActorStream& ops, const nlohmann::json& lease
 
 // LSE-16: a lease call to the partition without the leases option throws TypeError.
 Task<void> probeDisabled(LogRun& run, const std::string& consumer) {
-  const nlohmann::json args = {{"consumer", consumer}};
   const std::string name = partitionName(run.noLeases);
-  Task<Reply> leasing = run.client->call(name, "lease", args);
+  Task<Reply> leasing = run.client->call(name, "lease", JsonFields().add("consumer", consumer));
   const Reply reply = co_await leasing;
   if (!reply.definite()) co_return;
   run.expectations.check("LSE-16", reply.failedWith("TypeError"), [&] {
@@ -61,8 +60,7 @@ Task<void> probeDisabled(LogRun& run, const std::string& consumer) {
 // batch id already settled (LSE-04).
 Task<void> settleExpectingRefusal(LogRun& run, const std::string& name, const std::string& consumer, const std::string& batchId,
                                   const nlohmann::json& lease, const std::string& invariant) {
-  const nlohmann::json args = {{"consumer", consumer}, {"batchId", batchId}};
-  Task<Reply> settling = run.client->call(name, "ack", args);
+  Task<Reply> settling = run.client->call(name, "ack", JsonFields().add("consumer", consumer).add("batchId", batchId));
   const Reply reply = co_await settling;
   emitOutcome(run, name, consumer, lease, "ack", reply.label());
   if (!reply.definite() || reply.failedWith(kPartitionRetired)) co_return;  // no log answered
@@ -73,8 +71,7 @@ Task<void> settleExpectingRefusal(LogRun& run, const std::string& name, const st
 
 // One lease on partition `name` and its settlement; returns whether a lease was granted.
 Task<bool> leaseOnce(LogRun& run, ActorStream& ops, const std::string& consumer, const std::string& name) {
-  const nlohmann::json args = {{"consumer", consumer}, {"limit", ops.between(1, run.base.maxBatchSize)}};
-  Task<Reply> leasing = run.client->call(name, "lease", args);
+  Task<Reply> leasing = run.client->call(name, "lease", JsonFields().add("consumer", consumer).add("limit", ops.between(1, run.base.maxBatchSize)));
   const Reply reply = co_await leasing;
   // After a truncation the next lease carries on (or stays blocked on a lost segment).
   if (reply.failedWith("LogTruncatedError")) ++run.counts.truncations;
@@ -94,8 +91,7 @@ Task<bool> leaseOnce(LogRun& run, ActorStream& ops, const std::string& consumer,
     co_return true;
   }
   const std::string method = outcome == Outcome::ack ? "ack" : "nack";
-  const nlohmann::json settleArgs = {{"consumer", consumer}, {"batchId", batchId}};
-  Task<Reply> settling = run.client->call(name, method, settleArgs);
+  Task<Reply> settling = run.client->call(name, method, JsonFields().add("consumer", consumer).add("batchId", batchId));
   const Reply settled = co_await settling;
   emitOutcome(run, name, consumer, lease, method, settled.label());
   if (settled.ok() && ops.chance(kStaleAckPpm)) {

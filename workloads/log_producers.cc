@@ -85,7 +85,7 @@ Task<void> LogProducers::producer(int64_t p) {
       for (int64_t r = 0; r < size; ++r) records.push_back(record(ops, p, seq++));
       if (size > 1 && ops.chance(kDuplicateKeyPpm)) records.back() = repeated(ops, p, records[ops.index(static_cast<std::size_t>(size - 1))]);
     }
-    Task<void> producing = produce(ops, p, records, invalid);
+    Task<void> producing = produce(ops, p, std::make_shared<const nlohmann::json>(std::move(records)), invalid);
     co_await producing;
   }
   ++run_.counts.producersDone;
@@ -95,7 +95,7 @@ Task<void> LogProducers::heartbeat() {
   ActorStream ops(run_.world->random(), run_.name, "heartbeat");
   while (ops.next_operation()) {
     co_await run_.world->sleep_for(ops.between(kMinHeartbeatMs, kMaxHeartbeatMs));
-    AppendBatch batch{nlohmann::json::array()};
+    AppendBatch batch{std::make_shared<const nlohmann::json>(nlohmann::json::array())};
     batch.ping = true;
     pinging_ = true;
     Task<std::optional<AppendResult>> pinging = tracedPush(*routed_, batch, false, std::nullopt);
@@ -121,8 +121,8 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
     const std::string name = partitionOfShard(address.shard);
     Stub stub = run_.runtime->client(LogPartition::kClass).get(name);
     const std::string method = batch.ping ? "ping" : "append";
-    const nlohmann::json args = batch.ping ? nlohmann::json::object() : nlohmann::json{{"records", batch.records}};
-    Task<nlohmann::json> calling = stub.call(method, args);
+    nlohmann::json args = batch.ping ? nlohmann::json::object() : JsonFields().add("records", *batch.records);
+    Task<nlohmann::json> calling = stub.call(method, std::move(args));
     const nlohmann::json reply = co_await calling;
     // append and ping answer in their envelope; a library error thrown instead (the partition's
     // error reply) breaks LOG-14 and counts as a rejection.
@@ -141,9 +141,10 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
 }
 
 nlohmann::json LogProducers::record(ActorStream& ops, int64_t p, int64_t seq) {
-  const std::string pad(static_cast<std::size_t>(ops.between(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
-  return {{"key", producerName(p) + "-" + std::to_string(seq)},
-          {"body", {{"producer", p}, {"seq", seq}, {"pad", pad}}}};
+  std::string pad(static_cast<std::size_t>(ops.between(0, kMaxPadBytes)), static_cast<char>('a' + seq % 26));
+  return JsonFields()
+      .add("key", producerName(p) + "-" + std::to_string(seq))
+      .add("body", JsonFields().add("producer", p).add("seq", seq).add("pad", std::move(pad)));
 }
 
 // `original`'s key again, with another body: the log keeps one record, with this last body (LOG-02).
@@ -170,7 +171,7 @@ nlohmann::json LogProducers::invalidBatch(ActorStream& ops, int64_t p, int64_t& 
 }
 
 // Pushes until a definite answer; retries go to the shard the first attempt reached.
-Task<void> LogProducers::produce(ActorStream& ops, int64_t p, const nlohmann::json& records, bool invalid) {
+Task<void> LogProducers::produce(ActorStream& ops, int64_t p, AppendRecords records, bool invalid) {
   if (ops.chance(kRefusedPushPpm)) {
     Task<void> refusing = refusedPush(records);
     co_await refusing;
@@ -179,12 +180,12 @@ Task<void> LogProducers::produce(ActorStream& ops, int64_t p, const nlohmann::js
   const std::function<Task<Reply>()> attempt = [this, &records, &shard] { return pushOnce(records, shard); };
   Task<Settled> pushing = retryUntilDefinite(*run_.world, kPushBackoff, attempt);
   const Settled settled = co_await pushing;
-  settleAppend(p, records, invalid, settled.reply, shard);
+  settleAppend(p, *records, invalid, settled.reply, shard);
 }
 
 // One push of `records`: routed while `shard` is empty, else pinned to it; `shard` becomes the
 // shard this push reached, if any.
-Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& shard) {
+Task<Reply> LogProducers::pushOnce(const AppendRecords& records, std::string& shard) {
   AppendBatch batch{records};
   std::optional<nlohmann::json> context;
   if (!shard.empty()) context = nlohmann::json{{"shard", shard}};
@@ -198,8 +199,8 @@ Task<Reply> LogProducers::pushOnce(const nlohmann::json& records, std::string& s
 
 // A push whose sharding names no shard: the client must throw RoutingError without invoking. Any
 // other outcome is recorded for the checks and otherwise ignored (the batch is pushed again anyway).
-Task<void> LogProducers::refusedPush(const nlohmann::json& records) {
-  AppendBatch batch{records};
+Task<void> LogProducers::refusedPush(AppendRecords records) {
+  AppendBatch batch{std::move(records)};
   Task<std::optional<AppendResult>> pushing = tracedPush(*faulty_, batch, true, std::nullopt);
   co_await pushing;
 }
@@ -254,8 +255,8 @@ void LogProducers::settleAppend(int64_t p, const nlohmann::json& records, bool i
   run_.counts.appended += static_cast<int64_t>(records.size());
   run_.world->emit(log_events::kAppProduce, {{"partition", partitionLabel(partitionOfShard(shard))},
                                    {"producer", producerName(p)},
-                                   {"keys", keys},
-                                   {"bodies", bodies},
+                                   {"keys", std::move(keys)},
+                                   {"bodies", std::move(bodies)},
                                    {"offsets", reply.value}});
 }
 

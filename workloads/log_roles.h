@@ -121,9 +121,13 @@ std::vector<std::string> logConsumersBehind(const LogRun& run);
 // ---------------------------------------------------------------------------------------------
 // Producers (log_producers.cc)
 
+// A batch's records, built once and never written: the routing client copies its input into each
+// coroutine it starts, and every copy of a batch shares them.
+using AppendRecords = std::shared_ptr<const nlohmann::json>;
+
 // One producer batch as the routing client carries it; `shard` is filled by the invoke that runs.
 struct AppendBatch {
-  nlohmann::json records;
+  AppendRecords records;
   std::shared_ptr<std::string> shard = std::make_shared<std::string>();
   int64_t call = 0;  // the push it belongs to, for the `app.rte.*` events
   bool ping = false;  // a heartbeat: the partition's `ping` instead of `append`
@@ -156,9 +160,9 @@ class LogProducers {
   static nlohmann::json record(ActorStream& ops, int64_t p, int64_t seq);
   static nlohmann::json repeated(ActorStream& ops, int64_t p, const nlohmann::json& original);
   nlohmann::json invalidBatch(ActorStream& ops, int64_t p, int64_t& seq);
-  Task<void> produce(ActorStream& ops, int64_t p, const nlohmann::json& records, bool invalid);
-  Task<Reply> pushOnce(const nlohmann::json& records, std::string& shard);
-  Task<void> refusedPush(const nlohmann::json& records);
+  Task<void> produce(ActorStream& ops, int64_t p, AppendRecords records, bool invalid);
+  Task<Reply> pushOnce(const AppendRecords& records, std::string& shard);
+  Task<void> refusedPush(AppendRecords records);
   Task<std::optional<AppendResult>> tracedPush(const AppendClient& client, AppendBatch& batch, bool faulty,
                                                std::optional<nlohmann::json> context);
   void settleAppend(int64_t p, const nlohmann::json& records, bool invalid, const Reply& reply, const std::string& shard);
