@@ -88,6 +88,7 @@ std::vector<LogRecord> hotRecords(Sql& sql, int64_t first, int64_t last) {
 // Adds `offsets`, `keys` and `bodies` (stored payload strings) of `records` to a probe's fields.
 inline void describeRecords(EventFields& fields, const std::vector<LogRecord>& records) {
   nlohmann::json offsets = nlohmann::json::array(), keys = nlohmann::json::array(), bodies = nlohmann::json::array();
+  for (nlohmann::json* list : {&offsets, &keys, &bodies}) list->get_ref<nlohmann::json::array_t&>().reserve(records.size());
   for (const LogRecord& r : records) {
     offsets.push_back(r.offset);
     keys.push_back(r.deduplicationKey);

@@ -230,7 +230,7 @@ void LeaseChecks::onOptions(const EventFields& e) {
 void LeaseChecks::onCommit(const EventFields& e) {
   const std::string object = label(e);
   ObjectState& obj = objects_[object];
-  const bool numbered = text(e, "ev") == "commit";
+  const bool numbered = textRef(e, "ev") == "commit";
   const uint64_t commit = numbered ? e.at("commit").get<uint64_t>() : 0;
   for (const auto& [consumer, t] : obj.touched) {
     if (!t.needsAdvance || obj.state.uncertain()) continue;

@@ -153,7 +153,7 @@ void LogChecks::onOptions(ObjectState& s, const EventFields& e) {
 
 void LogChecks::View::apply(const EventFields& w) {
   View& v = *this;
-  const std::string ev = w.at("ev").get<std::string>();
+  const EventType ev(textRef(w, "ev"));
   if (ev == log_events::kAppendWrite) {
     const std::vector<std::string> keys = strings(w, "keys");
     const std::vector<int64_t> offsets = ints(w, "offsets");
