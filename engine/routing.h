@@ -319,15 +319,15 @@ class RoutingClient {
         Task<Result> call = shared->options.invoke(address, input);
         response.emplace(co_await call);
       }
-    } catch (const RoutingTimeoutError& e) {
+    } catch (const RoutingTimeoutError& e) {  // each failure handed on as a value (engine/task.h, Rethrow)
       if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "timeout"}, {"message", e.what()}});
-      throw;
+      co_return Rethrow{std::current_exception()};
     } catch (const std::exception& e) {
       if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "threw"}, {"message", e.what()}});
-      throw;
+      co_return Rethrow{std::current_exception()};
     } catch (...) {
       if (probing(*shared)) emit(*shared, routing_events::kPushFailed, {{"push", push}, {"outcome", "threw"}, {"message", "non-standard exception"}});
-      throw;
+      co_return Rethrow{std::current_exception()};
     }
     const std::shared_ptr<const nlohmann::json> replyLoad = loadJson(*shared, response->load);
     emitReply(*shared, push, address.shard, *response, false, replyLoad);
@@ -366,11 +366,11 @@ class RoutingClient {
       const int64_t elapsed = call->startedAt ? shared->clock->now() - *call->startedAt : 0;
       if (call->startedAt && elapsed >= timeoutMs) {
         call->abandoned = true;
-        throw RoutingTimeoutError(timeoutMs);
+        co_return Rethrow{std::make_exception_ptr(RoutingTimeoutError(timeoutMs))};
       }
       waitMs = timeoutMs - elapsed;
     }
-    if (call->error) std::rethrow_exception(call->error);
+    if (call->error) co_return Rethrow{call->error};
     co_return std::move(*call->result);
   }
 

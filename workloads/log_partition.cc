@@ -149,9 +149,9 @@ Task<nlohmann::json> LogPartition::call(std::string_view method, const nlohmann:
     // A library error is a definite answer; runtime errors (storage, cold store, reset) propagate.
     if (serving) outbound_.end(*serving);
     co_return nlohmann::json{{"error", errorJson(e)}};
-  } catch (...) {
+  } catch (...) {  // handed on as a value: no second unwinding (engine/task.h, Rethrow)
     if (serving) outbound_.end(*serving);
-    throw;
+    co_return Rethrow{std::current_exception()};
   }
 }
 

@@ -132,9 +132,9 @@ Task<AppendResult> LogProducers::invokeAppend(const ShardAddress& address, const
       result.emplace(appendResultFromJson(reply));
     else
       result.emplace(AppendResult::rejected(ErrorInfo{reply.at("error").at("name").get<std::string>(), reply.at("error").at("message").get<std::string>()}, LoadSnapshot{}));
-  } catch (...) {
+  } catch (...) {  // handed on as a value: no second unwinding (engine/task.h, Rethrow)
     run_.world->emit(routing_events::kAppInvoked, {{"call", batch.call}, {"threw", true}, {"success", nullptr}});
-    throw;
+    co_return Rethrow{std::current_exception()};
   }
   run_.world->emit(routing_events::kAppInvoked, {{"call", batch.call}, {"threw", false}, {"success", result->success}});
   co_return std::move(*result);
