@@ -185,8 +185,8 @@ Task<void> LogProducers::produce(ActorStream& ops, int64_t p, AppendRecords reco
 
 // One push of `records`: routed while `shard` is empty, else pinned to it; `shard` becomes the
 // shard this push reached, if any.
-Task<Reply> LogProducers::pushOnce(const AppendRecords& records, std::string& shard) {
-  AppendBatch batch{records};
+Task<Reply> LogProducers::pushOnce(AppendRecords records, std::string& shard) {
+  AppendBatch batch{std::move(records)};
   std::optional<nlohmann::json> context;
   if (!shard.empty()) context = nlohmann::json{{"shard", shard}};
   Task<std::optional<AppendResult>> pushing = tracedPush(shard.empty() ? *routed_ : *pinned_, batch, false, std::move(context));

@@ -161,7 +161,7 @@ class LogProducers {
   static nlohmann::json repeated(ActorStream& ops, int64_t p, const nlohmann::json& original);
   nlohmann::json invalidBatch(ActorStream& ops, int64_t p, int64_t& seq);
   Task<void> produce(ActorStream& ops, int64_t p, AppendRecords records, bool invalid);
-  Task<Reply> pushOnce(const AppendRecords& records, std::string& shard);
+  Task<Reply> pushOnce(AppendRecords records, std::string& shard);
   Task<void> refusedPush(AppendRecords records);
   Task<std::optional<AppendResult>> tracedPush(const AppendClient& client, AppendBatch& batch, bool faulty,
                                                std::optional<nlohmann::json> context);
