@@ -333,7 +333,11 @@ TEST(AppendJsonText, WritesTheEdgesAsDumpDoes) {
       }
   // Deeper than the writer's own nesting (64): the rest goes to dump.
   json deep = json::array({"leaf", 1.5, "\xff"});
-  for (int i = 0; i < 100; ++i) deep = i % 2 ? json::array({i, std::move(deep)}) : json::object({{"k" + std::to_string(i), std::move(deep)}});
+  for (int i = 0; i < 100; ++i) {
+    std::string key = "k";  // not "k" + std::to_string(i): GCC 12 warns of an overlap there (-Wrestrict)
+    key += std::to_string(i);
+    deep = i % 2 ? json::array({i, std::move(deep)}) : json::object({{key, std::move(deep)}});
+  }
   values.push_back(deep);
   values.push_back(json(json::value_t::discarded));
   for (const json& v : values)
