@@ -14,6 +14,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 
 #include "cli/commands.h"
 #include "cli/seed_run.h"
+#include "cli/user_io.h"
 #include "engine/variants.h"
 #include "traces/trace_file.h"
 #include "workloads/workload.h"
@@ -318,8 +320,10 @@ void check_bench_options(const BenchOptions& options) {
 }
 
 int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<std::ofstream> json;  // opened before measuring: a bad path fails in a moment, not after minutes
   try {
     check_bench_options(options);
+    if (options.json) json = open_output(*options.json);
   } catch (const std::invalid_argument& e) {
     err << "durasim bench: " << e.what() << "\n";
     return kExitBadInput;
@@ -346,11 +350,12 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
     return kExitFailed;
   }
   print(figures, out);
-  if (options.json) {
-    std::ofstream file(*options.json);
-    file << to_json(figures).dump(2) << "\n";
-    if (!file) {
-      err << "durasim bench: cannot write " << *options.json << "\n";
+  if (json) {
+    try {
+      *json << to_json(figures).dump(2) << "\n";
+      close_output(json, *options.json);
+    } catch (const std::invalid_argument& e) {
+      err << "durasim bench: " << e.what() << "\n";
       return kExitBadInput;
     }
   }

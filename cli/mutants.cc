@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/seed_run.h"
+#include "cli/user_io.h"
 #include "cli/variants.h"
 #include "traces/trace_file.h"
 
@@ -237,6 +239,7 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
   }
   std::vector<const VariantInfo*> chosen;
   std::filesystem::path trace_dir;
+  std::unique_ptr<std::ofstream> json;  // opened before the variants run: a bad path fails at once
   try {
     chosen = chosen_variants(options);
     trace_dir = options.trace_dir ? std::filesystem::path(*options.trace_dir)
@@ -244,6 +247,7 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
                                    : std::filesystem::path(".");
     if (trace_dir.empty()) trace_dir = ".";
     std::filesystem::create_directories(trace_dir);
+    if (options.json) json = open_output(*options.json);
   } catch (const std::exception& e) {
     err << "durasim mutants: " << e.what() << "\n";
     return kExitBadInput;
@@ -260,13 +264,14 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
     return kExitBadInput;
   }
   print_table(results, options, out);
-  if (options.json) {
+  if (json) {
     nlohmann::json report = {{"seeds_budget", options.seeds}, {"variants", nlohmann::json::array()}};
     for (const MutantResult& r : results) report["variants"].push_back(to_json(r));
-    std::ofstream file(*options.json);
-    file << report.dump(2) << "\n";
-    if (!file) {
-      err << "durasim mutants: cannot write " << *options.json << "\n";
+    try {
+      *json << report.dump(2) << "\n";
+      close_output(json, *options.json);
+    } catch (const std::invalid_argument& e) {
+      err << "durasim mutants: " << e.what() << "\n";
       return kExitBadInput;
     }
   }

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
+
 namespace durasim::cli {
 
 void require_input_file(const std::string& path) {

@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class Validator;  // <CLI/CLI.hpp>: only the files that build the parser pay for the whole library
+}
 
 namespace durasim::cli {
 

@@ -2,7 +2,7 @@
 // to replay, explain, shrink and merge; numbers too large for 64 bits or negative; reversed and
 // oversized seed ranges; unknown workloads, variants and fault profiles; malformed shards and jobs;
 // result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large;
-// flags given values that are not booleans.
+// flags given values that are not booleans; output files that cannot be created.
 // Each gets exit code 2 and one line on stderr naming the problem, and nothing runs.
 #include <gtest/gtest.h>
 
@@ -106,6 +106,18 @@ TEST_F(CliBadInputTest, FlagsGivenValues) {
   expect_refused("bench --no-rss=.2", "--no-rss");
   expect_refused("bench --quick=maybe", "--quick");
   expect_refused("run --verbose=.5", "--verbose");
+}
+
+// An output file that cannot be created is refused before anything runs, not after a campaign, a
+// bench or every mutant has taken its minutes.
+TEST_F(CliBadInputTest, OutputsThatCannotBeWritten) {
+  for (const char* option : {"--json", "--junit"}) {
+    expect_refused(std::string("run --workload core --seeds 0..1 ") + option + " " + file("folder"), "folder: cannot be written");
+    expect_refused(std::string("run --workload core --seeds 0..1 ") + option + " " + file("missing/r.out"), "r.out: cannot be written");
+  }
+  expect_refused("bench --json " + file("folder"), "folder: cannot be written");
+  expect_refused("bench --json " + file("missing/bench.json"), "bench.json: cannot be written");
+  expect_refused("mutants --json " + file("folder"), "folder: cannot be written");
 }
 
 TEST_F(CliBadInputTest, Shards) {
