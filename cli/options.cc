@@ -83,7 +83,8 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   bench_cmd->add_option("--scale", bench.scale, "multiply every seed and batch count (default 1)");
   bench_cmd->add_flag("--quick", bench_quick, "--scale 0.1: a rough run in well under a minute");
   bench_cmd->add_option("--json", bench_json, "also write the figures to FILE as JSON");
-  bench_cmd->add_option("--only", bench.only, "run only the parts with these letters (e.g. g, or ad)");
+  bench_cmd->add_option("--only", bench.only, "run only the parts with these letters (e.g. g, or ad)")
+      ->check([](const std::string& letters) { return letters.empty() ? std::string("names no part: give letters of a..h") : std::string(); });
   bench_cmd->add_option("--repeat", bench.repeat, "(a): the median of N rounds over the workloads (default 3)");
   bench_cmd->add_flag("--no-rss", bench_no_rss, "skip (e), which runs 11,000 runtime seeds in child processes");
 

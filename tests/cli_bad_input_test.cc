@@ -2,7 +2,7 @@
 // to replay, explain, shrink and merge; numbers too large for 64 bits or negative; reversed and
 // oversized seed ranges; unknown workloads, variants and fault profiles; malformed shards and jobs;
 // result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large;
-// flags given values that are not booleans; output files that cannot be created.
+// flags given values that are not booleans; an empty --only; output files that cannot be created.
 // Each gets exit code 2 and one line on stderr naming the problem, and nothing runs.
 #include <gtest/gtest.h>
 
@@ -107,6 +107,9 @@ TEST_F(CliBadInputTest, FlagsGivenValues) {
   expect_refused("bench --quick=maybe", "--quick");
   expect_refused("run --verbose=.5", "--verbose");
 }
+
+// An empty selection of the bench's parts is a mistake, not a request for every part.
+TEST_F(CliBadInputTest, AnEmptySelectionOfParts) { expect_refused("bench --only ''", "--only"); }
 
 // An output file that cannot be created is refused before anything runs, not after a campaign, a
 // bench or every mutant has taken its minutes.
