@@ -14,8 +14,8 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
-#include <memory>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -320,10 +320,9 @@ void check_bench_options(const BenchOptions& options) {
 }
 
 int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<std::ofstream> json;  // opened before measuring: a bad path fails in a moment, not after minutes
   try {
     check_bench_options(options);
-    if (options.json) json = open_output(*options.json);
+    if (options.json) require_writable_output(*options.json);  // a bad path fails now, not after minutes
   } catch (const std::invalid_argument& e) {
     err << "durasim bench: " << e.what() << "\n";
     return kExitBadInput;
@@ -350,8 +349,9 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
     return kExitFailed;
   }
   print(figures, out);
-  if (json) {
+  if (options.json) {
     try {
+      std::unique_ptr<std::ofstream> json = open_output(*options.json);
       *json << to_json(figures).dump(2) << "\n";
       close_output(json, *options.json);
     } catch (const std::invalid_argument& e) {

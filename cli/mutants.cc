@@ -239,7 +239,6 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
   }
   std::vector<const VariantInfo*> chosen;
   std::filesystem::path trace_dir;
-  std::unique_ptr<std::ofstream> json;  // opened before the variants run: a bad path fails at once
   try {
     chosen = chosen_variants(options);
     trace_dir = options.trace_dir ? std::filesystem::path(*options.trace_dir)
@@ -247,7 +246,7 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
                                    : std::filesystem::path(".");
     if (trace_dir.empty()) trace_dir = ".";
     std::filesystem::create_directories(trace_dir);
-    if (options.json) json = open_output(*options.json);
+    if (options.json) require_writable_output(*options.json);  // a bad path fails now, not after every variant
   } catch (const std::exception& e) {
     err << "durasim mutants: " << e.what() << "\n";
     return kExitBadInput;
@@ -264,10 +263,11 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
     return kExitBadInput;
   }
   print_table(results, options, out);
-  if (json) {
+  if (options.json) {
     nlohmann::json report = {{"seeds_budget", options.seeds}, {"variants", nlohmann::json::array()}};
     for (const MutantResult& r : results) report["variants"].push_back(to_json(r));
     try {
+      std::unique_ptr<std::ofstream> json = open_output(*options.json);
       *json << report.dump(2) << "\n";
       close_output(json, *options.json);
     } catch (const std::invalid_argument& e) {

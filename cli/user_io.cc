@@ -25,6 +25,10 @@ std::unique_ptr<std::ofstream> open_output(const std::string& path) {
   return out;
 }
 
+void require_writable_output(const std::string& path) {
+  if (!std::ofstream(path, std::ios::binary | std::ios::app)) throw std::invalid_argument(path + ": cannot be written");
+}
+
 void close_output(std::unique_ptr<std::ofstream>& out, const std::string& path) {
   if (!out) return;
   out->close();

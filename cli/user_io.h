@@ -21,6 +21,10 @@ void require_input_file(const std::string& path);
 
 // `path` opened for writing (truncated); throws std::invalid_argument "PATH: cannot be written".
 std::unique_ptr<std::ofstream> open_output(const std::string& path);
+// For a command that writes `path` only when its work is done: throws std::invalid_argument "PATH:
+// cannot be written" now if it could not be, without truncating what is there (a missing file is
+// created empty).
+void require_writable_output(const std::string& path);
 // Closes `out` when it is open; throws std::invalid_argument "PATH: cannot be written" when what was
 // written did not all reach the file (a full disk).
 void close_output(std::unique_ptr<std::ofstream>& out, const std::string& path);

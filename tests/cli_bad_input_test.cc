@@ -3,13 +3,16 @@
 // oversized seed ranges; unknown workloads, variants and fault profiles; malformed shards and jobs;
 // result files that are not shards of one campaign; JSON nested too deep; shrink budgets too large;
 // flags given values that are not booleans; an empty --only; output files that cannot be created.
-// Each gets exit code 2 and one line on stderr naming the problem, and nothing runs.
+// Each gets exit code 2 and one line on stderr naming the problem, and nothing runs; the early check
+// of an output file leaves a file that is there as it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cli/user_io.h"
 #include "tests/test_files.h"
 #include "traces/trace_file.h"
 
@@ -121,6 +124,16 @@ TEST_F(CliBadInputTest, OutputsThatCannotBeWritten) {
   expect_refused("bench --json " + file("folder"), "folder: cannot be written");
   expect_refused("bench --json " + file("missing/bench.json"), "bench.json: cannot be written");
   expect_refused("mutants --json " + file("folder"), "folder: cannot be written");
+}
+
+// The early check leaves a file that is there as it was: a bench or mutants run that fails after it
+// does not cost the user the report of their last run.
+TEST_F(CliBadInputTest, TheEarlyCheckOfAnOutputTruncatesNothing) {
+  const std::string kept = dir_.file("last.json");
+  testing::write_text(kept, "the last run's report\n");
+  cli::require_writable_output(kept);
+  EXPECT_EQ(testing::read_text(kept), "the last run's report\n");
+  EXPECT_THROW(cli::require_writable_output(dir_.file("folder")), std::invalid_argument);
 }
 
 TEST_F(CliBadInputTest, Shards) {
