@@ -12,10 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <iomanip>
-#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -351,9 +349,7 @@ int bench_command(const BenchOptions& options, std::ostream& out, std::ostream& 
   print(figures, out);
   if (options.json) {
     try {
-      std::unique_ptr<std::ofstream> json = open_output(*options.json);
-      *json << to_json(figures).dump(2) << "\n";
-      close_output(json, *options.json);
+      write_output(*options.json, to_json(figures).dump(2) + "\n");
     } catch (const std::invalid_argument& e) {
       err << "durasim bench: " << e.what() << "\n";
       return kExitBadInput;

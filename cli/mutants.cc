@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -267,9 +265,7 @@ int mutants_command(const MutantsOptions& options, std::ostream& out, std::ostre
     nlohmann::json report = {{"seeds_budget", options.seeds}, {"variants", nlohmann::json::array()}};
     for (const MutantResult& r : results) report["variants"].push_back(to_json(r));
     try {
-      std::unique_ptr<std::ofstream> json = open_output(*options.json);
-      *json << report.dump(2) << "\n";
-      close_output(json, *options.json);
+      write_output(*options.json, report.dump(2) + "\n");
     } catch (const std::invalid_argument& e) {
       err << "durasim mutants: " << e.what() << "\n";
       return kExitBadInput;

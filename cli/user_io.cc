@@ -35,6 +35,12 @@ void close_output(std::unique_ptr<std::ofstream>& out, const std::string& path) 
   if (out->fail()) throw std::invalid_argument(path + ": cannot be written");
 }
 
+void write_output(const std::string& path, const std::string& text) {
+  std::unique_ptr<std::ofstream> out = open_output(path);
+  *out << text;
+  close_output(out, path);
+}
+
 const CLI::Validator& unsigned_integer() {
   static const CLI::Validator validator(
       [](const std::string& text) -> std::string {

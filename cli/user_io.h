@@ -28,6 +28,8 @@ void require_writable_output(const std::string& path);
 // Closes `out` when it is open; throws std::invalid_argument "PATH: cannot be written" when what was
 // written did not all reach the file (a full disk).
 void close_output(std::unique_ptr<std::ofstream>& out, const std::string& path);
+// `text` written to `path` (truncated), as open_output and close_output do; the same exception.
+void write_output(const std::string& path, const std::string& text);
 
 // A CLI11 check: the option's text is an unsigned decimal integer below 2^64.
 const CLI::Validator& unsigned_integer();
